@@ -1,0 +1,51 @@
+"""The `albert-jax` command line: a thin dispatcher over the library.
+
+Each area of the library registers its own sub-commands through an `add_cli(subparsers)` function, so this file
+only lists them; the heavy imports (jax, tfds, torch) happen inside the handlers, which keeps `--help` fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute sub-commands, in the order `--help` lists them.
+_CLI_MODULES = (
+    "albert_jax.summary",
+    "albert_jax.data.cli",
+    "albert_jax.tokenization",
+    "albert_jax.pretraining_data",
+    "albert_jax.train",
+    "albert_jax.convert",
+)
+
+
+class UserError(Exception):
+    """An error caused by the user's input; printed without a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="albert-jax", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in _CLI_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # that area is not built yet; its commands are simply absent
+                continue
+            raise
+        module.add_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UserError, ValueError, FileNotFoundError) as e:
+        print(f"albert-jax {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

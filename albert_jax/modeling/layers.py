@@ -1,0 +1,83 @@
+"""The block math as pure functions of (params, inputs).
+
+Keeping the math free of module state is what lets one encoder scan a layer over any mix of shared and
+per-layer parameters: the scanned step just receives the parameter dict it should use. Parameter declaration
+(shapes, initialisers, logical axis names) lives in `params.py`.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+# Logical names of block-boundary activations; `albert_jax.sharding` maps them onto mesh axes.
+ACT_BLH = ("batch", "length", "act_hidden")
+ACT_BLE = ("batch", "length", "act_embed")
+
+
+def activation(name: str):
+    if name == "gelu_new":  # tanh approximation, the official TF code's "gelu"
+        return lambda x: jax.nn.gelu(x, approximate=True)
+    if name == "gelu":
+        return lambda x: jax.nn.gelu(x, approximate=False)
+    if name == "relu":
+        return jax.nn.relu
+    raise ValueError(f"hidden_act={name!r}: allowed values are gelu_new, gelu, relu")
+
+
+def layer_norm(p, x, eps: float):
+    # Statistics in float32 whatever the compute dtype: bf16 variance loses too much for eps=1e-12.
+    x32 = x.astype(jnp.float32)
+    mean = x32.mean(-1, keepdims=True)
+    var = jnp.square(x32 - mean).mean(-1, keepdims=True)
+    y = (x32 - mean) * jax.lax.rsqrt(var + eps)
+    return (y * p["scale"].astype(jnp.float32) + p["bias"].astype(jnp.float32)).astype(x.dtype)
+
+
+def dense(p, x, dtype):
+    """x[..., in] @ kernel[in, out] + bias."""
+    return jnp.dot(x.astype(dtype), p["kernel"].astype(dtype)) + p["bias"].astype(dtype)
+
+
+def dropout(x, rate: float, rng, deterministic: bool):
+    if deterministic or rate == 0.0:
+        return x
+    keep = jax.random.bernoulli(rng, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), jnp.zeros_like(x))
+
+
+def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
+    """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V))."""
+    q_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["query"]["kernel"].astype(dtype))
+    k_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["key"]["kernel"].astype(dtype))
+    v_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["value"]["kernel"].astype(dtype))
+    q_BLND = q_BLND + p["query"]["bias"].astype(dtype)
+    k_BLND = k_BLND + p["key"]["bias"].astype(dtype)
+    v_BLND = v_BLND + p["value"]["bias"].astype(dtype)
+    scores_BNLL = jnp.einsum("bqnd,bknd->bnqk", q_BLND, k_BLND) / math.sqrt(q_BLND.shape[-1])
+    # Softmax in float32: bf16 logits saturate the exponent for long sequences.
+    scores_BNLL = scores_BNLL.astype(jnp.float32) + mask_bias_B11L
+    probs_BNLL = jax.nn.softmax(scores_BNLL, axis=-1)
+    probs_BNLL = dropout(probs_BNLL, config.attention_probs_dropout_prob, rngs[0], deterministic)
+    ctx_BLND = jnp.einsum("bnqk,bknd->bqnd", probs_BNLL.astype(dtype), v_BLND)
+    out_BLH = jnp.einsum("blnd,ndh->blh", ctx_BLND, p["output"]["kernel"].astype(dtype))
+    out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
+    out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
+    y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)
+    return nn.with_logical_constraint(y, ACT_BLH)
+
+
+def ffn_block(p, x_BLH, config, dtype, rng=None, deterministic=True):
+    """Post-LN feed-forward: LayerNorm(x + Dropout(W2 · act(W1 x)))."""
+    h_BLI = activation(config.hidden_act)(dense(p["intermediate"], x_BLH, dtype))
+    h_BLI = nn.with_logical_constraint(h_BLI, ("batch", "length", "act_mlp"))
+    out_BLH = dropout(dense(p["output"], h_BLI, dtype), config.hidden_dropout_prob, rng, deterministic)
+    y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)
+    return nn.with_logical_constraint(y, ACT_BLH)
+
+
+def mask_to_bias(attention_mask_BL):
+    """1/0 padding mask -> additive bias; -10000 as the official code (exp underflows to exactly 0 in f32)."""
+    return ((1.0 - attention_mask_BL.astype(jnp.float32)) * -10000.0)[:, None, None, :]
