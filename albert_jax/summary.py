@@ -1,0 +1,84 @@
+"""`albert-jax summary`: the model at a glance, computed from the config alone.
+
+Parameters by block, training FLOPs per token at a sequence length, and memory for parameters plus optimizer
+state. `--compare` prints several settings as one table: the Params columns of the paper's Tables 3 and 4.
+"""
+from __future__ import annotations
+
+from albert_jax.config import AlbertConfig, parse_overrides, preset
+
+BLOCKS = ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", "sop_head")
+# LAMB/AdamW keep two f32 moments per parameter.
+OPTIMIZER_SLOTS = 2
+
+
+def describe(cfg: AlbertConfig, seq_len: int) -> dict[str, float]:
+    b = cfg.param_breakdown()
+    encoder = cfg.param_count()
+    total = cfg.param_count(heads=True)
+    param_bytes = total * _itemsize(cfg.param_dtype)
+    return {**b, "encoder_total": encoder, "total_with_heads": total,
+            "gflops_per_token": cfg.flops_per_token(seq_len) / 1e9,
+            "params_mb": param_bytes / 2**20,
+            "params_plus_optimizer_mb": (param_bytes + OPTIMIZER_SLOTS * total * 4) / 2**20}
+
+
+def _itemsize(dtype: str) -> int:
+    return {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+
+
+def _fmt_params(n: float) -> str:
+    return f"{n / 1e6:,.2f}M"
+
+
+def render_one(name: str, cfg: AlbertConfig, seq_len: int) -> str:
+    d = describe(cfg, seq_len)
+    lines = [f"{name}: V={cfg.vocab_size} E={cfg.embedding_size} H={cfg.hidden_size} L={cfg.num_hidden_layers} "
+             f"A={cfg.num_attention_heads} I={cfg.intermediate_size} sharing={cfg.sharing} "
+             f"G={cfg.num_hidden_groups} inner={cfg.inner_group_num}",
+             "| block | parameters |", "|---|---:|"]
+    lines += [f"| {blk} | {d[blk]:,} |" for blk in BLOCKS]
+    lines += [f"| encoder total (embeddings+projection+layers+pooler) | {d['encoder_total']:,} |",
+              f"| total with MLM+SOP heads | {d['total_with_heads']:,} |",
+              "",
+              f"training FLOPs/token at seq {seq_len}: {d['gflops_per_token']:.3f} GFLOP "
+              "(every applied layer counted: sharing saves parameters, not FLOPs)",
+              f"memory: parameters {d['params_mb']:,.1f} MiB ({cfg.param_dtype}); "
+              f"+ optimizer state {d['params_plus_optimizer_mb']:,.1f} MiB"]
+    return "\n".join(lines)
+
+
+def render_compare(rows: list[tuple[str, AlbertConfig]], seq_len: int) -> str:
+    head = ("| setting | E | sharing | embeddings+proj | layers | pooler | encoder params | with heads "
+            f"| GFLOP/token@{seq_len} |")
+    lines = [head, "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for name, cfg in rows:
+        d = describe(cfg, seq_len)
+        lines.append(f"| {name} | {cfg.embedding_size} | {cfg.sharing} | "
+                     f"{_fmt_params(d['embeddings'] + d['projection'])} | {_fmt_params(d['attention'] + d['ffn'])} | "
+                     f"{_fmt_params(d['pooler'])} | {_fmt_params(d['encoder_total'])} | "
+                     f"{_fmt_params(d['total_with_heads'])} | {d['gflops_per_token']:.3f} |")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    base = preset(args.preset)
+    if args.compare:
+        rows = []
+        for item in args.compare:
+            rows.append((item, base.replace(**parse_overrides(item))))
+        print(render_compare(rows, args.seq_len))
+    else:
+        cfg = base.replace(**parse_overrides(args.set or ""))
+        print(render_one(args.preset, cfg, args.seq_len))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("summary", help="parameter count by block, FLOPs per token and memory of a config")
+    p.add_argument("--preset", default="albert-base", help="a preset name (see albert_jax/config.py)")
+    p.add_argument("--set", default="", help="overrides, e.g. sharing=attention,embedding_size=768")
+    p.add_argument("--compare", nargs="+", metavar="OVERRIDES",
+                   help="several override sets to compare in one table, e.g. 'sharing=all' 'sharing=none'")
+    p.add_argument("--seq-len", type=int, default=512)
+    p.set_defaults(func=run)
