@@ -1,0 +1,183 @@
+"""Metric writers (read back from disk), MFU arithmetic, peak lookup, throughput, progress bar."""
+import fcntl
+import glob
+import io
+import math
+import os
+import struct
+import termios
+import time
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from tensorboardX.proto import event_pb2
+from tensorboardX.record_writer import masked_crc32c
+
+from albert_jax import metrics
+
+
+def _read_tfrecords(path):
+    """TFRecord framing: u64 length, u32 masked crc(length), data, u32 masked crc(data)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos, out = 0, []
+    while pos < len(data):
+        header = data[pos:pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        (len_crc,) = struct.unpack("<I", data[pos + 8:pos + 12])
+        assert len_crc == masked_crc32c(header)
+        payload = data[pos + 12:pos + 12 + length]
+        (data_crc,) = struct.unpack("<I", data[pos + 12 + length:pos + 16 + length])
+        assert data_crc == masked_crc32c(payload)
+        out.append(payload)
+        pos += 16 + length
+    return out
+
+
+def _tb_scalars(workdir):
+    files = glob.glob(os.path.join(workdir, "tb", "events.out.tfevents.*"))
+    assert len(files) == 1, files
+    scalars = {}
+    for record in _read_tfrecords(files[0]):
+        event = event_pb2.Event.FromString(record)
+        for value in event.summary.value:
+            scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_jsonl_and_tensorboard_round_trip(tmp_path):
+    workdir = str(tmp_path / "run")
+    with metrics.MetricWriter(workdir, enabled=True) as writer:
+        writer.write(1, {"loss": jnp.float32(2.5), "mlm_accuracy": np.float64(0.25), "learning_rate": 1e-4})
+        writer.write(2, {"loss": 2.0, "tokens": np.int64(4096)})
+        writer.flush()
+        # Flushed: the JSONL is complete on disk before close.
+        assert len(metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))) == 2
+    records = metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
+    assert records == [{"step": 1, "loss": 2.5, "mlm_accuracy": 0.25, "learning_rate": 1e-4},
+                       {"step": 2, "loss": 2.0, "tokens": 4096}]
+    assert isinstance(records[1]["tokens"], int)
+    scalars = _tb_scalars(workdir)
+    assert scalars["loss"] == [(1, 2.5), (2, 2.0)]
+    assert scalars["learning_rate"][0][0] == 1
+    assert math.isclose(scalars["learning_rate"][0][1], 1e-4, rel_tol=1e-6)  # float32 in the event proto
+
+    # A resumed run appends to the same file.
+    with metrics.MetricWriter(workdir, enabled=True, tensorboard=False) as writer:
+        writer.write(3, {"loss": float("nan")})
+    records = metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
+    assert [r["step"] for r in records] == [1, 2, 3] and math.isnan(records[2]["loss"])
+
+
+def test_writer_rejects_bad_values(tmp_path):
+    with metrics.MetricWriter(str(tmp_path), enabled=True, tensorboard=False) as writer:
+        with pytest.raises(TypeError, match="'logits'.*shape \\(2,\\)"):
+            writer.write(0, {"logits": np.zeros(2)})
+        with pytest.raises(ValueError, match="reserved"):
+            writer.write(0, {"step": 1})
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.write(1, {"loss": 1.0})
+
+
+def test_disabled_writer_touches_nothing(tmp_path):
+    workdir = tmp_path / "other_process"
+    with metrics.MetricWriter(str(workdir), enabled=False) as writer:
+        writer.write(1, {"loss": 1.0})
+    assert not workdir.exists()
+
+
+def test_read_jsonl_names_bad_line(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"step": 1}\nnot json\n')
+    with pytest.raises(ValueError, match="m.jsonl:2"):
+        metrics.read_jsonl(path)
+
+
+def test_mfu_hand_example():
+    # ALBERT-large at s=512: 1.967 GFLOP/token (performance.md §0); 393 seq/s on one H200 ~ 40% MFU.
+    tokens_per_second = 393 * 512
+    value = metrics.mfu(1.967e9, tokens_per_second, n_devices=1, peak_flops_per_device=989e12)
+    assert value == pytest.approx(1.967e9 * 393 * 512 / 989e12)
+    assert value == pytest.approx(0.40, abs=0.005)
+    # 1e9 FLOP/token * 8e3 tokens/s = 8e12 FLOP/s: 80% of one 1e13 device, 10% of eight.
+    assert metrics.mfu(1e9, 8e3, 1, 1e13) == pytest.approx(0.8)
+    assert metrics.mfu(1e9, 8e3, 8, 1e13) == pytest.approx(0.1)
+    assert metrics.flops_per_second_per_device(1e9, 8e3, 8) == pytest.approx(1e12)
+    with pytest.raises(ValueError, match="peak_flops_per_device"):
+        metrics.mfu(1e9, 1e3, 1, 0.0)
+    with pytest.raises(ValueError, match="n_devices"):
+        metrics.mfu(1e9, 1e3, 0, 1e12)
+
+
+@pytest.mark.parametrize("kind, peak", [
+    ("NVIDIA H100 80GB HBM3", 989e12), ("NVIDIA H200", 989e12), ("NVIDIA A100-SXM4-80GB", 312e12),
+    ("TPU v4", 275e12), ("TPU v5", 459e12), ("TPU v5p", 459e12), ("TPU v6 lite", 918e12), ("TPU v6e", 918e12),
+    ("TPU v3", 123e12), ("TPU v5 lite", None), ("NVIDIA H100 PCIe", None), ("cpu", None),
+])
+def test_peak_lookup(kind, peak, monkeypatch):
+    monkeypatch.delenv(metrics.PEAK_FLOPS_ENV, raising=False)
+    assert metrics.peak_flops_per_device(kind) == peak
+
+
+def test_peak_override_and_env(monkeypatch):
+    monkeypatch.delenv(metrics.PEAK_FLOPS_ENV, raising=False)
+    assert metrics.peak_flops_per_device() is None  # tests run on CPU devices
+    assert metrics.peak_flops_per_device("cpu", override=157e9) == 157e9
+    monkeypatch.setenv(metrics.PEAK_FLOPS_ENV, "78.5e9")
+    assert metrics.peak_flops_per_device("cpu") == 78.5e9
+    assert metrics.peak_flops_per_device("NVIDIA H200") == 78.5e9  # an explicit setting wins over the table
+    monkeypatch.setenv(metrics.PEAK_FLOPS_ENV, "fast")
+    with pytest.raises(ValueError, match="ALBERT_JAX_PEAK_FLOPS='fast'"):
+        metrics.peak_flops_per_device("cpu")
+
+
+def test_throughput_ignores_compile_step():
+    meter = metrics.ThroughputMeter()
+    assert meter.rates() is None
+    time.sleep(0.3)  # the "compile" step
+    meter.step(tokens=1000, sequences=10)
+    assert meter.rates() is None  # only the clock was set
+    for _ in range(3):
+        time.sleep(0.02)
+        meter.step(tokens=1000, sequences=10)
+    rates = meter.rates()
+    assert 0.015 < rates["step_time"] < 0.2  # the 0.3 s first step is not in the mean
+    assert rates["tokens_per_second"] == pytest.approx(100 * rates["sequences_per_second"])
+    assert rates["tokens_per_second"] == pytest.approx(1000 / rates["step_time"])
+    assert meter.rates() is None  # the window was reset
+    time.sleep(0.3)
+    meter.pause()  # e.g. after an eval: not counted
+    meter.step(tokens=1000, sequences=10)
+    assert meter.rates()["step_time"] < 0.2
+
+
+def test_progress_bar_only_on_a_terminal():
+    pipe = io.StringIO()
+    bar = metrics.progress_bar(10, stream=pipe, enabled=True)
+    bar.update(5)
+    bar.close()
+    assert pipe.getvalue() == ""
+
+    master, slave = os.openpty()  # a real terminal device
+    # A fresh pty is 0 columns wide (tqdm would draw nothing); give it a terminal's size.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        with os.fdopen(slave, "w") as tty:
+            assert tty.isatty()
+            bar = metrics.progress_bar(10, stream=tty, desc="pretrain", enabled=True)
+            bar.update(5)
+            bar.close()
+        chunks = []
+        while True:  # drain: Linux answers EIO once the closed slave's output is read
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        written = b"".join(chunks).decode()
+    finally:
+        os.close(master)
+    assert "pretrain" in written and "5/10" in written
