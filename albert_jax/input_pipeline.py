@@ -1,0 +1,131 @@
+"""Random-access source -> grain (shuffle, shard, transform, batch) -> globally sharded jax.Arrays.
+
+Each JAX process reads only its own shard of the record indices (grain ShardOptions with the process index and
+count), builds a fixed-size local batch of numpy arrays, and contributes it to one global jax.Array per feature
+with `jax.make_array_from_process_local_data`. Everything is a pure function of (seed, epoch, index), so a run
+is reproducible, and the iterator state (a few bytes from grain) restores to exactly the next batch.
+
+    it = make_batch_iterator(builders.load_source("albert_pretrain_en", "train"), my_transform,
+                             global_batch_size=256, seed=0, sharding=NamedSharding(mesh, P(("data", "fsdp"))))
+    batch = next(it)              # {"input_ids": jax.Array[256, 512], ...}
+    state = it.get_state()        # bytes; store next to the model checkpoint
+    it.set_state(state)           # the next batch is the one that followed when `state` was taken
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import grain
+import jax
+import numpy as np
+
+TransformFn = Callable[[Any], Mapping[str, np.ndarray]]
+
+
+class _Transform(grain.transforms.Map):
+    """Wraps the user's record -> dict-of-arrays function; a top-level class so worker processes can pickle it."""
+
+    def __init__(self, fn: TransformFn):
+        self._fn = fn
+
+    def map(self, element):
+        return self._fn(element)
+
+
+def _mark_absl_flags_parsed() -> None:
+    # grain's worker processes read absl flags; outside absl.app.run they would raise UnparsedFlagAccessError.
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+
+
+class BatchIterator:
+    """Iterator of global batches with checkpointable state (`get_state`/`set_state`, bytes)."""
+
+    def __init__(self, loader: grain.DataLoader, global_batch_size: int, sharding: jax.sharding.Sharding | None):
+        self._loader = loader
+        self.grain_iterator = iter(loader)  # orbax can save this directly with grain.checkpoint handlers
+        self.global_batch_size = global_batch_size
+        self.sharding = sharding
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        local = next(self.grain_iterator)
+        if self.sharding is None:
+            return local
+        return jax.tree.map(self._to_global, local)
+
+    def _to_global(self, x: np.ndarray) -> jax.Array:
+        global_shape = (self.global_batch_size,) + x.shape[1:]
+        return jax.make_array_from_process_local_data(self.sharding, x, global_shape)
+
+    def get_state(self) -> bytes:
+        return self.grain_iterator.get_state()
+
+    def set_state(self, state: bytes) -> None:
+        self.grain_iterator.set_state(state)
+
+
+def make_batch_iterator(source: Sequence, transform_fn: TransformFn, global_batch_size: int, *, seed: int,
+                        shuffle: bool = True, num_epochs: int | None = None,
+                        sharding: jax.sharding.Sharding | None = None, worker_count: int = 0,
+                        worker_buffer_size: int = 2, process_index: int | None = None,
+                        process_count: int | None = None) -> BatchIterator:
+    """Batches of `transform_fn(record)` over `source` (anything with __len__ and __getitem__).
+
+    transform_fn maps one record to a dict of fixed-shape numpy arrays; batches stack them on a new leading
+    axis. The global batch is split evenly over processes; records that would leave a process short are dropped
+    (drop_remainder), so every process yields the same number of batches and collectives never deadlock.
+    num_epochs=None repeats forever. With `sharding` (e.g. NamedSharding(mesh, P("data"))) each feature
+    becomes a global jax.Array; without it the process-local numpy batch is returned.
+    process_index/process_count default to JAX's and exist so tests can simulate several hosts.
+    """
+    pi = jax.process_index() if process_index is None else process_index
+    pc = jax.process_count() if process_count is None else process_count
+    if global_batch_size % pc:
+        raise ValueError(f"global_batch_size={global_batch_size} must be divisible by the process count {pc}")
+    local_batch = global_batch_size // pc
+    if sharding is not None:
+        n_dev = sharding.mesh.devices.size if hasattr(sharding, "mesh") else len(sharding.device_set)
+        spec0 = sharding.spec[0] if getattr(sharding, "spec", None) else None
+        axes = (spec0,) if isinstance(spec0, str) else tuple(spec0 or ())
+        n_shards = int(np.prod([sharding.mesh.shape[a] for a in axes])) if axes else 1
+        if global_batch_size % n_shards:
+            raise ValueError(f"global_batch_size={global_batch_size} is not divisible by the {n_shards} shards of "
+                             f"the batch axis {axes} (mesh of {n_dev} devices)")
+    n = len(source)
+    if n // pc < local_batch:
+        raise ValueError(f"the source has {n} records: too few for one local batch of {local_batch} on each of "
+                         f"{pc} process(es)")
+    if worker_count > 0:
+        _mark_absl_flags_parsed()
+    sampler = grain.samplers.IndexSampler(
+        num_records=n, shard_options=grain.sharding.ShardOptions(pi, pc, drop_remainder=True),
+        shuffle=shuffle, num_epochs=num_epochs, seed=seed)
+    loader = grain.DataLoader(
+        data_source=source, sampler=sampler,
+        operations=[_Transform(transform_fn), grain.transforms.Batch(local_batch, drop_remainder=True)],
+        worker_count=worker_count, worker_buffer_size=worker_buffer_size)
+    return BatchIterator(loader, global_batch_size, sharding)
+
+
+class TextBytesTransform:
+    """A tokenization-free stand-in transform for pretraining records: the document's UTF-8 bytes, padded.
+
+    Gives the benchmark and tests a realistic record -> fixed-shape arrays step until the pretraining example
+    transform (pretraining_data.py) plugs in. A class, not a closure, so grain workers can pickle it.
+    """
+
+    def __init__(self, max_chars: int = 4096):
+        self.max_chars = max_chars
+
+    def __call__(self, record: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        text = record["text"]
+        raw = text if isinstance(text, bytes) else text.encode("utf-8")
+        data = np.frombuffer(raw, dtype=np.uint8)[:self.max_chars]
+        out = np.zeros(self.max_chars, np.int32)
+        out[:len(data)] = data
+        return {"bytes": out, "length": np.int32(len(data)), "num_sentences": np.int32(record.get("num_sentences", 0))}
