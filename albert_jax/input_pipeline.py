@@ -32,6 +32,18 @@ class _Transform(grain.transforms.Map):
         return self._fn(element)
 
 
+class _RandomTransform(grain.transforms.RandomMap):
+    """Wraps a (record, np.random.Generator) -> dict function. grain seeds the generator from the sampler's seed
+    and the record's global index, which counts epochs too: a record is transformed differently every epoch
+    (dynamic masking), yet reproducibly, and a restored iterator continues the same stream."""
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def random_map(self, element, rng: np.random.Generator):
+        return self._fn(element, rng)
+
+
 def _mark_absl_flags_parsed() -> None:
     # grain's worker processes read absl flags; outside absl.app.run they would raise UnparsedFlagAccessError.
     from absl import flags
@@ -69,7 +81,8 @@ class BatchIterator:
         self.grain_iterator.set_state(state)
 
 
-def make_batch_iterator(source: Sequence, transform_fn: TransformFn, global_batch_size: int, *, seed: int,
+def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = None, global_batch_size: int = 0, *,
+                        seed: int, random_transform_fn: Callable[[Any, np.random.Generator], Any] | None = None,
                         shuffle: bool = True, num_epochs: int | None = None,
                         sharding: jax.sharding.Sharding | None = None, worker_count: int = 0,
                         worker_buffer_size: int = 2, process_index: int | None = None,
@@ -77,7 +90,7 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn, global_batc
     """Batches of `transform_fn(record)` over `source` (anything with __len__ and __getitem__).
 
     transform_fn maps one record to a dict of fixed-shape numpy arrays; batches stack them on a new leading
-    axis. The global batch is split evenly over processes; records that would leave a process short are dropped
+    axis. Give random_transform_fn(record, rng) instead for a transform that draws randomness (dynamic masking). The global batch is split evenly over processes; records that would leave a process short are dropped
     (drop_remainder), so every process yields the same number of batches and collectives never deadlock.
     num_epochs=None repeats forever. With `sharding` (e.g. NamedSharding(mesh, P("data"))) each feature
     becomes a global jax.Array; without it the process-local numpy batch is returned.
@@ -100,6 +113,11 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn, global_batc
     if n // pc < local_batch:
         raise ValueError(f"the source has {n} records: too few for one local batch of {local_batch} on each of "
                          f"{pc} process(es)")
+    if (transform_fn is None) == (random_transform_fn is None):
+        raise ValueError("make_batch_iterator needs exactly one of transform_fn and random_transform_fn")
+    if global_batch_size <= 0:
+        raise ValueError(f"global_batch_size={global_batch_size}: must be a positive integer")
+    op = _Transform(transform_fn) if transform_fn is not None else _RandomTransform(random_transform_fn)
     if worker_count > 0:
         _mark_absl_flags_parsed()
     sampler = grain.samplers.IndexSampler(
@@ -107,7 +125,7 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn, global_batc
         shuffle=shuffle, num_epochs=num_epochs, seed=seed)
     loader = grain.DataLoader(
         data_source=source, sampler=sampler,
-        operations=[_Transform(transform_fn), grain.transforms.Batch(local_batch, drop_remainder=True)],
+        operations=[op, grain.transforms.Batch(local_batch, drop_remainder=True)],
         worker_count=worker_count, worker_buffer_size=worker_buffer_size)
     return BatchIterator(loader, global_batch_size, sharding)
 

@@ -1,0 +1,136 @@
+"""Pretraining data for the trainer: corpus (TFDS builder) -> SentencePiece -> pretraining instances -> batches.
+
+Every stage is cached under <cache>/pretrain/<corpus>/ keyed by what determines it, and each stage's output is
+written under a temporary name and renamed when complete, so an interrupted preparation is redone, never trusted.
+Eval sets are built from the validation split twice, once with SOP and once with NSP pairs, so every model is
+measured on both (the paper's Table 5), whatever loss it trained with.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from albert_jax import input_pipeline, tokenization
+from albert_jax import pretraining_data as ptd
+from albert_jax.data import builders, fetch
+from albert_jax.train_step import BATCH_KEYS
+
+
+def _write_official_format(source, path: Path) -> int:
+    """Documents as the official input format: one sentence per line, a blank line between documents."""
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i in range(len(source)):
+            text = source[i]["text"]
+            text = text.decode("utf-8") if isinstance(text, bytes) else text
+            if text.strip():
+                f.write(text.strip() + "\n\n")
+                n += 1
+    os.replace(tmp, path)
+    return n
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _instances(text: Path, tokenizer, out_dir: Path, cfg: ptd.PretrainingConfig, seed: int) -> list[str]:
+    if not (out_dir / "pretraining_data.json").exists():
+        ptd.create_pretraining_data([text], tokenizer, out_dir, cfg, seed=seed, workers=1)
+    return ptd.shard_paths(out_dir)
+
+
+def _select(record: dict) -> dict:
+    return {k: record[k] for k in BATCH_KEYS}
+
+
+@dataclasses.dataclass
+class PretrainData:
+    tokenizer: tokenization.Tokenizer
+    train_shards: list[str]
+    eval_shards: dict[str, list[str]]
+    masking: str
+    max_predictions_per_seq: int
+    summary: dict
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.vocab_size
+
+    @property
+    def eval_tasks(self) -> list[str]:
+        return list(self.eval_shards)
+
+    def check_vocab(self, model_vocab_size: int) -> None:
+        tokenization.check_vocab_matches(self.tokenizer, model_vocab_size)
+
+    def _transform(self):
+        if self.masking == "static":
+            return lambda data: _select(ptd.decode_record(data))
+        masker = ptd.DynamicMasking(self.vocab_size, self.max_predictions_per_seq)
+        return lambda data, rng: _select(masker(ptd.decode_record(data), rng))
+
+    def train_iterator(self, batch_size: int, sharding, seed: int):
+        import grain
+        source = grain.sources.ArrayRecordDataSource(self.train_shards)
+        kwargs = {"random_transform_fn" if self.masking == "dynamic" else "transform_fn": self._transform()}
+        return input_pipeline.make_batch_iterator(source, global_batch_size=batch_size, seed=seed, shuffle=True,
+                                                  num_epochs=None, sharding=sharding, **kwargs)
+
+    def eval_iterator(self, task: str, batch_size: int, sharding):
+        import grain
+        source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
+        return input_pipeline.make_batch_iterator(source, lambda data: _select(ptd.decode_record(data)),
+                                                  batch_size, seed=0, shuffle=False, num_epochs=1,
+                                                  sharding=sharding)
+
+
+def prepare(config) -> PretrainData:
+    d = config.data
+    cache = fetch.default_cache_dir()
+    max_docs = d.max_docs or None
+    root = cache / "pretrain" / f"{d.corpus}-{max_docs or 'all'}"
+    root.mkdir(parents=True, exist_ok=True)
+    texts = {}
+    for split in ("train", "validation"):
+        path = root / f"{split}.txt"
+        if not path.exists():
+            source = builders.load_source(d.corpus, split, cache_dir=cache, max_docs=max_docs)
+            if _write_official_format(source, path) == 0:
+                raise ValueError(f"corpus {d.corpus!r} split {split!r} holds no documents")
+        texts[split] = path
+    if d.spm_model:
+        tokenizer = tokenization.Tokenizer.load(d.spm_model)
+    else:
+        prefix = root / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
+        if not Path(f"{prefix}.model").exists():
+            tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
+                                         lower=d.lower, seed=d.seed)
+            for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
+                os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
+        tokenizer = tokenization.Tokenizer.load(f"{prefix}.model")
+    base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
+                masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram)
+    train_cfg = ptd.PretrainingConfig(**base, dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
+    tok_id = hashlib.sha256(tokenizer.model_proto).hexdigest()[:12]  # the instances depend on the exact model
+    key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id])
+    train = _instances(texts["train"], tokenizer, root / f"train-{key}", train_cfg, d.seed)
+    evals = {}
+    for task in ("sop", "nsp"):
+        cfg = ptd.PretrainingConfig(**base, dupe_factor=1, task=task, masking="static")
+        evals[task] = _instances(texts["validation"], tokenizer, root / f"eval-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
+                                 cfg, d.seed + 1)
+    summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
+               "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
+    return PretrainData(tokenizer, train, evals, d.masking, d.max_predictions_per_seq, summary)
+
+
+def first_batch(data: PretrainData, batch_size: int) -> dict[str, np.ndarray]:
+    """One process-local batch (numpy), for smoke checks and benchmarks."""
+    return next(iter(data.train_iterator(batch_size, None, seed=0)))
