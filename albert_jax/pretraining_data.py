@@ -1,0 +1,550 @@
+"""Documents -> ALBERT pretraining instances, following the official create_pretraining_data.py (reference §2.3).
+
+Kept from the official code: one target length per document and pass (max_seq_length-3, or with short_seq_prob a
+uniform draw in [2, max_seq_length-3]); sentences accumulate to the target and are cut into A/B at a random sentence
+boundary; truncation removes from the longer side, front or back at random; whole-word n-gram masking with
+p(n) ∝ 1/n, num_to_predict = min(max_predictions, max(1, round(len * masked_lm_prob))) counted over all non-pad
+tokens, 80% [MASK] / 10% kept / 10% random; `token_boundary` and the official feature names (SOP label stored as
+`next_sentence_labels`, 1 = swapped / random next).
+
+Changed, on purpose:
+* All randomness comes from one seeded numpy Generator per input shard (the official n-gram draw used the global
+  np.random, so its output was not reproducible from --random_seed).
+* SOP is pure swapping by default: a chunk holding a single sentence is split inside the sentence at a random word
+  start and swapped with p=0.5. The official code gives such chunks a B from another document, labelled 1
+  (google-research/albert#234): NSP negatives inside "SOP" data, which the paper's SOP does not have. That
+  behaviour stays available as `single_sentence="random_document"`.
+* Words and n-grams never cross [SEP] (officially a continuation piece right after [SEP] joins the last word of A,
+  and n-grams run across segments). Random replacements are drawn from the non-special ids.
+* Streaming: documents are read one at a time and each gets its dupe_factor passes at once (pass-major order and
+  the in-memory shuffles of the official code need the whole corpus in memory, which is what made it need >1 TB on
+  large corpora, albert#204). Shards are written in document order: shuffle when reading (grain reads ArrayRecord
+  by random access). NSP-style negatives come from a reservoir sample of at most `nsp_buffer_docs` documents seen
+  so far (filled ahead by as many), not from the whole corpus, so memory is bounded by 2*nsp_buffer_docs documents.
+* Bad input: invalid UTF-8 is an error naming file and line; lines over 100k characters (not sentences) are
+  skipped, counted, and end the document they sit in; empty files are counted and give an empty shard.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import multiprocessing
+import os
+import struct
+import sys
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from albert_jax.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines
+
+FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary", "masked_lm_positions", "masked_lm_ids",
+            "masked_lm_weights", "next_sentence_labels")
+TASKS = ("sop", "nsp", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig:
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 40
+    task: str = "sop"               # sop: swap A/B with p=0.5 | nsp: B from another document with p=0.5 | none
+    ngram: int = 3
+    favor_shorter_ngram: bool = True
+    single_sentence: str = "split"  # SOP chunk of one sentence: "split" it (default) | "random_document" (official)
+    masking: str = "static"         # static: masks written to disk | dynamic: written unmasked, see DynamicMasking
+    nsp_buffer_docs: int = 1000
+
+    def __post_init__(self):
+        def bad(field, allowed):
+            raise ValueError(f"PretrainingConfig.{field}={getattr(self, field)!r}; allowed: {allowed}")
+        if not 5 <= self.max_seq_length <= 65535:  # 5: [CLS] A [SEP] B [SEP]; 65535: the record format
+            bad("max_seq_length", "5..65535")
+        if not 1 <= self.max_predictions_per_seq <= self.max_seq_length:
+            bad("max_predictions_per_seq", "1..max_seq_length")
+        if not 0 <= self.masked_lm_prob <= 1:
+            bad("masked_lm_prob", "0..1")
+        if not 0 <= self.short_seq_prob <= 1:
+            bad("short_seq_prob", "0..1")
+        if self.dupe_factor < 1:
+            bad("dupe_factor", ">= 1")
+        if self.task not in TASKS:
+            bad("task", TASKS)
+        if self.ngram < 1:
+            bad("ngram", ">= 1")
+        if self.single_sentence not in ("split", "random_document"):
+            bad("single_sentence", ("split", "random_document"))
+        if self.masking not in ("static", "dynamic"):
+            bad("masking", ("static", "dynamic"))
+        if self.nsp_buffer_docs < 1:
+            bad("nsp_buffer_docs", ">= 1")
+
+    @property
+    def needs_other_documents(self) -> bool:
+        return self.task == "nsp" or (self.task == "sop" and self.single_sentence == "random_document")
+
+
+# ---------------------------------------------------------------- masking (static and dynamic share this code)
+
+def _ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
+    p = 1.0 / np.arange(1, ngram + 1)
+    if not favor_shorter:
+        p = p[::-1]
+    return np.cumsum(p / p.sum())
+
+
+def _select_ngrams(ids, token_boundary, num_to_predict, rng, ngram=3, favor_shorter_ngram=True, trace=None):
+    """Whole-word n-gram spans (start, end) to mask, the official way: words in random order, n ~ p(n), shorter n
+    when over budget, skip overlaps. `trace` (a list) gets (words in the drawn n-gram, eligible) per draw, where
+    eligible means no budget fallback or segment end could have shortened it (decided before the draw)."""
+    special = (ids == CLS_ID) | (ids == SEP_ID)
+    prev_special = np.concatenate(([True], special[:-1]))
+    starts = np.flatnonzero(((token_boundary == 1) | prev_special) & ~special)
+    if len(starts) == 0:
+        return []
+    stops = np.flatnonzero(special | np.concatenate(([False], token_boundary[1:] == 1)))
+    stops = np.append(stops, len(ids))
+    ends = stops[np.searchsorted(stops, starts, side="right")]
+    segment = np.cumsum(special)[starts]
+    seg_end = np.searchsorted(segment, segment, side="right")  # words are sorted, so segments are contiguous
+    starts, ends, seg_end = starts.tolist(), ends.tolist(), seg_end.tolist()
+    nw = len(starts)
+    draws = np.searchsorted(_ngram_cdf(ngram, favor_shorter_ngram), rng.random(nw), side="right") + 1
+    covered = bytearray(len(ids))
+    spans, count = [], 0
+    for w, n in zip(rng.permutation(nw).tolist(), draws.tolist()):
+        if count >= num_to_predict:
+            break
+        if trace is not None:
+            full = w + ngram <= seg_end[w] and count + ends[w + ngram - 1] - starts[w] <= num_to_predict
+        last = min(w + n, seg_end[w])
+        while last - w > 1 and count + ends[last - 1] - starts[w] > num_to_predict:
+            last -= 1
+        if trace is not None:
+            trace.append((last - w, full))
+        s, e = starts[w], ends[last - 1]
+        if count + e - s > num_to_predict or any(covered[s:e]):
+            continue
+        covered[s:e] = b"\x01" * (e - s)
+        spans.append((s, e))
+        count += e - s
+    return spans
+
+
+def mask_record(record: dict, rng: np.random.Generator, *, vocab_size: int, max_predictions_per_seq: int = 20,
+                masked_lm_prob: float = 0.15, ngram: int = 3, favor_shorter_ngram: bool = True,
+                trace: list | None = None) -> dict:
+    """Mask an unmasked record (its `input_ids` hold the original ids): returns a new record with masked
+    `input_ids` and the `masked_lm_*` features. [CLS], [SEP] and padding are never candidates."""
+    ids_all = np.asarray(record["input_ids"])
+    n = int(np.asarray(record["input_mask"]).sum())
+    ids = ids_all[:n]
+    num_to_predict = min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))  # official: len incl. specials
+    spans = _select_ngrams(ids, np.asarray(record["token_boundary"])[:n], num_to_predict, rng, ngram,
+                           favor_shorter_ngram, trace)
+    out = dict(record)
+    positions = np.array(sorted(i for s, e in spans for i in range(s, e)), dtype=np.int32)
+    k = len(positions)
+    if k > max_predictions_per_seq:
+        raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} < {k} masked positions")
+    new_ids = ids_all.astype(np.int32, copy=True)
+    u = rng.random(k)
+    new_ids[positions[u < 0.8]] = MASK_ID
+    rand = positions[u >= 0.9]  # 0.8 <= u < 0.9 keeps the original token
+    new_ids[rand] = rng.integers(NUM_SPECIAL_IDS, vocab_size, size=len(rand))
+    out["input_ids"] = new_ids
+    for name, dtype, values in (("masked_lm_positions", np.int32, positions), ("masked_lm_ids", np.int32,
+                                ids[positions]), ("masked_lm_weights", np.float32, np.ones(k))):
+        arr = np.zeros(max_predictions_per_seq, dtype)
+        arr[:k] = values
+        out[name] = arr
+    return out
+
+
+class DynamicMasking:
+    """Picklable `fn(record, rng)` for grain: `MapDataset.random_map(DynamicMasking(...))` re-draws the masks
+    every time a record is read (apply it after `repeat()` so each epoch's index, hence rng, differs)."""
+
+    def __init__(self, vocab_size: int, max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
+                 ngram: int = 3, favor_shorter_ngram: bool = True):
+        self.kwargs = dict(vocab_size=vocab_size, max_predictions_per_seq=max_predictions_per_seq,
+                           masked_lm_prob=masked_lm_prob, ngram=ngram, favor_shorter_ngram=favor_shorter_ngram)
+
+    def __call__(self, record: dict, rng: np.random.Generator) -> dict:
+        return mask_record(record, rng, **self.kwargs)
+
+    random_map = __call__  # the grain RandomMapTransform method name
+
+
+# ---------------------------------------------------------------- segment pairs
+
+def truncate_seq_pair(a: np.ndarray, b: np.ndarray, max_num_tokens: int, rng: np.random.Generator):
+    """The official rule (one token at a time from the longer side, ties from B, front or back with p=1/2) in
+    closed form: the counts removed per side are deterministic, only the front/back split is random."""
+    excess = len(a) + len(b) - max_num_tokens
+    if excess <= 0:
+        return a, b
+    gap = len(a) - len(b)
+    ra = min(excess, gap) if gap > 0 else 0
+    rb = min(excess, -gap) if gap < 0 else 0
+    rest = excess - ra - rb  # now equal lengths: removals alternate B, A, B, ...
+    rb, ra = rb + (rest + 1) // 2, ra + rest // 2
+    fa, fb = rng.binomial(ra, 0.5), rng.binomial(rb, 0.5)
+    return a[fa:len(a) - (ra - fa)], b[fb:len(b) - (rb - fb)]
+
+
+class DocumentReservoir:
+    """A uniform sample (Algorithm R) of at most `capacity` documents, the pool for random-document B segments."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.seen = capacity, 0
+        self.ids: list[int] = []
+        self.docs: list[list[np.ndarray]] = []
+
+    def __len__(self):
+        return len(self.docs)
+
+    def add(self, doc_id: int, doc, rng: np.random.Generator) -> None:
+        if len(self.docs) < self.capacity:
+            self.ids.append(doc_id)
+            self.docs.append(doc)
+        else:
+            j = int(rng.integers(0, self.seen + 1))
+            if j < self.capacity:
+                self.ids[j], self.docs[j] = doc_id, doc
+        self.seen += 1
+
+    def sample_other(self, doc_id: int, rng: np.random.Generator):
+        """A random document other than `doc_id`, or None if the pool holds no other."""
+        others = len(self.docs) - (doc_id in self.ids)
+        if others <= 0:
+            return None
+        k = int(rng.integers(0, others))
+        for i, d in enumerate(self.ids):
+            if d == doc_id:
+                continue
+            if k == 0:
+                return self.docs[i]
+            k -= 1
+
+
+def _record(a, b, label, cfg: PretrainingConfig, word_start: np.ndarray) -> dict:
+    L, P, la, lb = cfg.max_seq_length, cfg.max_predictions_per_seq, len(a), len(b)
+    n = la + lb + 3
+    ids = np.zeros(L, np.int32)
+    ids[0], ids[la + 1], ids[n - 1] = CLS_ID, SEP_ID, SEP_ID
+    ids[1:la + 1], ids[la + 2:n - 1] = a, b
+    mask, seg, boundary = np.zeros(L, np.int32), np.zeros(L, np.int32), np.zeros(L, np.int32)
+    mask[:n], seg[la + 2:n] = 1, 1
+    boundary[:n] = word_start[ids[:n]]
+    boundary[[0, la + 1, n - 1]] = 1  # the official code marks [CLS]/[SEP] as boundaries
+    return dict(input_ids=ids, input_mask=mask, segment_ids=seg, token_boundary=boundary,
+                masked_lm_positions=np.zeros(P, np.int32), masked_lm_ids=np.zeros(P, np.int32),
+                masked_lm_weights=np.zeros(P, np.float32), next_sentence_labels=np.array(label, np.int32))
+
+
+def instances_from_document(document: list[np.ndarray], rng: np.random.Generator, cfg: PretrainingConfig,
+                            word_start: np.ndarray, *, doc_id: int = 0, others: DocumentReservoir | None = None,
+                            stats: Counter | None = None) -> list[dict]:
+    """One pass over one document (a list of id arrays, one per sentence): unmasked records."""
+    stats = Counter() if stats is None else stats
+    max_num_tokens = cfg.max_seq_length - 3
+    target = max_num_tokens
+    if rng.random() < cfg.short_seq_prob:
+        target = int(rng.integers(2, max_num_tokens, endpoint=True))
+        stats["short_targets"] += 1
+    stats["document_passes"] += 1
+    out, chunk, length, i = [], [], 0, 0
+    while i < len(document):
+        chunk.append(document[i])
+        length += len(document[i])
+        if i == len(document) - 1 or length >= target:
+            a_end = 1 if len(chunk) < 2 else int(rng.integers(1, len(chunk) - 1, endpoint=True))
+            a, b, label = np.concatenate(chunk[:a_end]), None, 0
+            single = len(chunk) == 1
+            stats["single_sentence_chunks"] += single
+            if (cfg.task == "nsp" and (single or rng.random() < 0.5)) or \
+                    (cfg.task == "sop" and single and cfg.single_sentence == "random_document"):
+                other = others.sample_other(doc_id, rng) if others is not None else None
+                if other is None:  # a one-document pool: the official code then falls back to the same document
+                    other = document
+                    stats["negatives_from_same_document"] += 1
+                pieces, need, j = [], target - len(a), int(rng.integers(0, len(other)))
+                while j < len(other) and sum(map(len, pieces)) < max(need, 1):
+                    pieces.append(other[j])
+                    j += 1
+                b, label = np.concatenate(pieces), 1
+                stats["random_document_negatives"] += 1
+                i -= len(chunk) - a_end  # put the unused sentences back, as the official code does
+            elif single:
+                if len(a) < 2:
+                    stats["unsplittable_chunks_skipped"] += 1
+                    chunk, length = [], 0
+                    i += 1
+                    continue
+                cuts = np.flatnonzero(word_start[a[1:]]) + 1  # prefer B to start at a word
+                cut = int(rng.choice(cuts)) if len(cuts) else int(rng.integers(1, len(a)))
+                a, b = a[:cut], a[cut:]
+            else:
+                b = np.concatenate(chunk[a_end:])
+            if cfg.task == "sop" and label == 0 and rng.random() < 0.5:
+                a, b, label = b, a, 1
+            a, b = truncate_seq_pair(a, b, max_num_tokens, rng)
+            out.append(_record(a, b, label, cfg, word_start))
+            chunk, length = [], 0
+        i += 1
+    return out
+
+
+def create_instances(documents: Iterable[list[np.ndarray]], cfg: PretrainingConfig, word_start: np.ndarray,
+                     rng: np.random.Generator, stats: Counter | None = None) -> Iterator[dict]:
+    """Stream records for `documents` (each a list of id arrays), dupe_factor passes per document, masked when
+    cfg.masking == "static". Holds at most 2*nsp_buffer_docs documents when negatives need other documents."""
+    stats = Counter() if stats is None else stats
+    vocab_size = len(word_start)
+    reservoir = DocumentReservoir(cfg.nsp_buffer_docs) if cfg.needs_other_documents else None
+    docs = iter(documents)
+    pending: deque = deque()
+    next_id = 0
+
+    def admit() -> bool:
+        nonlocal next_id
+        doc = next(docs, None)
+        if doc is None:
+            return False
+        if reservoir is not None:
+            reservoir.add(next_id, doc, rng)
+        pending.append((next_id, doc))
+        next_id += 1
+        return True
+
+    lookahead = cfg.nsp_buffer_docs if reservoir is not None else 1
+    while len(pending) < lookahead and admit():
+        pass
+    while pending:
+        doc_id, doc = pending.popleft()
+        for _ in range(cfg.dupe_factor):
+            for rec in instances_from_document(doc, rng, cfg, word_start, doc_id=doc_id, others=reservoir,
+                                               stats=stats):
+                if cfg.masking == "static":
+                    rec = mask_record(rec, rng, vocab_size=vocab_size,
+                                      max_predictions_per_seq=cfg.max_predictions_per_seq,
+                                      masked_lm_prob=cfg.masked_lm_prob, ngram=cfg.ngram,
+                                      favor_shorter_ngram=cfg.favor_shorter_ngram)
+                stats["instances"] += 1
+                yield rec
+        admit()
+
+
+def read_documents(path: str | os.PathLike, tokenizer: Tokenizer, stats: Counter | None = None
+                   ) -> Iterator[list[np.ndarray]]:
+    """Documents of a file in the official format: one sentence per line, blank lines between documents."""
+    stats = Counter() if stats is None else stats
+    skipped: list[int] = []
+    doc: list[np.ndarray] = []
+    prev = lines = 0
+    for lineno, line in iter_lines(path, skipped=skipped):
+        lines += 1
+        broken = lineno != prev + 1  # a skipped over-long line: do not pair the sentences around it
+        prev = lineno
+        if (broken or not line.strip()) and doc:
+            stats["documents"] += 1
+            stats["one_sentence_documents"] += len(doc) == 1
+            yield doc
+            doc = []
+        ids = tokenizer.encode(line) if line.strip() else []
+        if ids:
+            doc.append(np.asarray(ids, np.int32))
+            stats["sentences"] += 1
+            stats["tokens"] += len(ids)
+    if doc:
+        stats["documents"] += 1
+        stats["one_sentence_documents"] += len(doc) == 1
+        yield doc
+    if skipped:
+        stats["long_lines_skipped"] += len(skipped)
+        print(f"pretraining-data: {path}: skipped {len(skipped)} line(s) over 100000 characters (first: line "
+              f"{skipped[0]}); is the file one sentence per line?", file=sys.stderr)
+    if lines == 0 and not skipped:
+        stats["empty_files"] += 1
+        print(f"pretraining-data: {path} is empty; its shard has no records", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- record format and shards
+
+_MAGIC, _VERSION = b"ALBP", 1
+_HEADER = struct.Struct("<4sBxHHHHB5x")  # magic, version, L, P, tokens, predictions, label: 20 bytes
+
+
+def encode_record(rec: dict) -> bytes:
+    """Compact fixed layout: header | input_ids i32[n] | masked_lm_ids i32[k] | positions u16[k] |
+    segment_ids u8[n] | token_boundary u8[n]; n = tokens before padding, k = predictions."""
+    L, P = len(rec["input_ids"]), len(rec["masked_lm_positions"])
+    n, k = int(rec["input_mask"].sum()), int(rec["masked_lm_weights"].sum())
+    header = _HEADER.pack(_MAGIC, _VERSION, L, P, n, k, int(rec["next_sentence_labels"]))
+    return b"".join((header, rec["input_ids"][:n].astype("<i4").tobytes(),
+                     rec["masked_lm_ids"][:k].astype("<i4").tobytes(),
+                     rec["masked_lm_positions"][:k].astype("<u2").tobytes(),
+                     rec["segment_ids"][:n].astype(np.uint8).tobytes(),
+                     rec["token_boundary"][:n].astype(np.uint8).tobytes()))
+
+
+def decode_record(data: bytes) -> dict:
+    """The inverse of encode_record: fixed-shape arrays (int32; masked_lm_weights float32; label a scalar)."""
+    magic, version, L, P, n, k, label = _HEADER.unpack_from(data)
+    if magic != _MAGIC or version != _VERSION:
+        raise ValueError(f"not an albert_jax pretraining record (magic {magic!r}, version {version})")
+    parts, off = {}, _HEADER.size
+    for name, dtype, count in (("input_ids", "<i4", n), ("masked_lm_ids", "<i4", k),
+                               ("masked_lm_positions", "<u2", k), ("segment_ids", "u1", n),
+                               ("token_boundary", "u1", n)):
+        parts[name] = np.frombuffer(data, dtype, count, off)
+        off += count * np.dtype(dtype).itemsize
+    out = {}
+    for name, size, count in (("input_ids", L, n), ("segment_ids", L, n), ("token_boundary", L, n),
+                              ("masked_lm_positions", P, k), ("masked_lm_ids", P, k)):
+        arr = np.zeros(size, np.int32)
+        arr[:count] = parts[name]
+        out[name] = arr
+    out["input_mask"] = (np.arange(L) < n).astype(np.int32)
+    out["masked_lm_weights"] = (np.arange(P) < k).astype(np.float32)
+    out["next_sentence_labels"] = np.array(label, np.int32)
+    return {name: out[name] for name in FEATURES}
+
+
+def shard_paths(output_dir: str | os.PathLike) -> list[str]:
+    """The finished ArrayRecord files of a directory written by create_pretraining_data, in order."""
+    return sorted(str(p) for p in Path(output_dir).glob("part-*.array_record"))
+
+
+def read_records(path: str | os.PathLike) -> Iterator[dict]:
+    """Records of one ArrayRecord file, decoded. For training use grain.sources.ArrayRecordDataSource(shard_paths(d)) and map
+    decode_record."""
+    from array_record.python.array_record_module import ArrayRecordReader
+    reader = ArrayRecordReader(str(path))
+    try:
+        for start in range(0, reader.num_records(), 1024):
+            for data in reader.read(list(range(start, min(start + 1024, reader.num_records())))):
+                yield decode_record(data)
+    finally:
+        reader.close()
+
+
+def _shard_seed(seed: int, shard_index: int) -> np.random.Generator:
+    # Each shard's stream depends only on (seed, shard index), so any number of workers writes identical shards.
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(shard_index,)))
+
+
+def _create_shard(task) -> dict:
+    shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file = task
+    from array_record.python.array_record_module import ArrayRecordWriter
+    stem = f"part-{shard_index:05d}-of-{num_shards:05d}"
+    # The writer keeps ~140 bytes of index per record until close, so a shard rolls over to a new file every
+    # `per_file` records to keep memory bounded. All files of a shard are renamed only once all are complete.
+    files: list[tuple[Path, Path]] = []
+    stats = Counter(documents=0, instances=0)
+    writer, in_file = None, 0
+    try:
+        docs = read_documents(path, tokenizer, stats)
+        for rec in itertools.chain([None], create_instances(docs, cfg, tokenizer.word_start,
+                                                              _shard_seed(seed, shard_index), stats)):
+            if writer is None or in_file == per_file:
+                if writer is not None:
+                    writer.close()
+                final = Path(output_dir) / f"{stem}-{len(files):04d}.array_record"
+                files.append((final.with_name(f".{final.name}.tmp-{os.getpid()}"), final))
+                writer, in_file = ArrayRecordWriter(str(files[-1][0]), "group_size:1"), 0  # cheap random access
+            if rec is not None:
+                writer.write(encode_record(rec))
+                in_file += 1
+        writer.close()
+        for tmp, final in files:
+            os.replace(tmp, final)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        for tmp, _ in files:
+            tmp.unlink(missing_ok=True)
+        raise
+    return dict(shard=stem, files=[f.name for _, f in files], input=str(path), **stats)
+
+
+def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tokenizer | str | os.PathLike,
+                            output_dir: str | os.PathLike, cfg: PretrainingConfig = PretrainingConfig(), *,
+                            seed: int = 12345, workers: int = 1, records_per_file: int = 100_000) -> dict:
+    """Write one shard per input file (processed in parallel by `workers` processes), each as ArrayRecord files
+    part-SSSSS-of-NNNNN-FFFF.array_record of at most `records_per_file` records, and `pretraining_data.json`
+    (config, counts); returns that summary. Split big inputs into ~100 MB files for parallelism."""
+    input_files = [str(f) for f in input_files]
+    if not input_files:
+        raise ValueError("no input files given")
+    for f in input_files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"pretraining-data input {f} does not exist")
+    if not isinstance(tokenizer, Tokenizer):
+        tokenizer = Tokenizer.load(tokenizer)
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file)
+             for i, f in enumerate(input_files)]
+    if workers <= 1 or len(tasks) == 1:
+        shards = [_create_shard(t) for t in tasks]
+    else:  # spawn: forking a process that already runs JAX/grain threads can deadlock
+        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+            shards = pool.map(_create_shard, tasks, chunksize=1)
+    totals = Counter()
+    for s in shards:
+        totals.update({k: v for k, v in s.items() if isinstance(v, int)})
+        totals["files"] += len(s["files"])
+    if totals["instances"] == 0:
+        raise ValueError(f"no pretraining instances from {', '.join(input_files)}: the files hold no text")
+    summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size,
+                   tokenizer=tokenizer.name, record_format=f"albert_jax pretraining record v{_VERSION}",
+                   totals=dict(totals), shards=shards)
+    tmp = Path(output_dir) / ".pretraining_data.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1) + "\n")
+    os.replace(tmp, Path(output_dir) / "pretraining_data.json")
+    return summary
+
+
+def _cmd_create(args) -> int:
+    cfg = PretrainingConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,
+                            masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+                            dupe_factor=args.dupe_factor, task=args.task, ngram=args.ngram,
+                            single_sentence=args.single_sentence.replace("-", "_"), masking=args.masking,
+                            nsp_buffer_docs=args.nsp_buffer_docs)
+    summary = create_pretraining_data(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
+                                      workers=args.workers)
+    print(json.dumps(summary["totals"], indent=1))
+    print(f"wrote {summary['totals']['files']} file(s) in {len(summary['shards'])} shard(s) to {args.output_dir}")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
+    sub = p.add_subparsers(dest="pretraining_data_command", required=True)
+    c = sub.add_parser("create", help="text files (one sentence per line, blank line between documents) -> "
+                                      "ArrayRecord shards, one per input file")
+    c.add_argument("--input", nargs="+", required=True, metavar="FILE")
+    c.add_argument("--spm-model", required=True, help="a .model trained by `albert-jax tokenizer train`")
+    c.add_argument("--output-dir", required=True)
+    c.add_argument("--max-seq-length", type=int, default=512)
+    c.add_argument("--max-predictions", type=int, default=20)
+    c.add_argument("--masked-lm-prob", type=float, default=0.15)
+    c.add_argument("--short-seq-prob", type=float, default=0.1)
+    c.add_argument("--dupe-factor", type=int, default=40)
+    c.add_argument("--task", choices=TASKS, default="sop")
+    c.add_argument("--ngram", type=int, default=3)
+    c.add_argument("--single-sentence", choices=("split", "random-document"), default="split",
+                   help="SOP chunks of one sentence: split inside it (default) or the official random-document B")
+    c.add_argument("--masking", choices=("static", "dynamic"), default="static",
+                   help="dynamic writes unmasked records; mask them per epoch with DynamicMasking")
+    c.add_argument("--nsp-buffer-docs", type=int, default=1000, help="documents kept for random-document B")
+    c.add_argument("--seed", type=int, default=12345)
+    c.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    c.set_defaults(func=_cmd_create)
