@@ -6,7 +6,9 @@
   complete, so a save killed half-way never looks like a checkpoint; keep-N deletion happens only after the
   successor is committed.
 - `restore_latest` walks back from the newest step: a checkpoint that fails to restore (corrupt, truncated) is
-  reported with a warning and the previous good one is used. Nothing is deleted on that path.
+  reported with a warning and the previous good one is used. The bad step is moved aside to
+  `unrestorable-<step>` (never deleted: it may still hold something a person wants), so training can save
+  that step again.
 """
 from __future__ import annotations
 
@@ -84,10 +86,23 @@ class Checkpointer:
                 warn(f"checkpoint at step {step} in {self.directory} cannot be restored ({failures[-1]}); "
                      "trying the previous one")
                 continue
+            self._quarantine([s for s in steps if s > step])
             return step, state, data, meta
         if failures:
             raise CheckpointError(f"no checkpoint in {self.directory} could be restored:\n  " + "\n  ".join(failures))
         return None
+
+    def _quarantine(self, steps: list[int]) -> None:
+        if not steps or jax.process_index() != 0:
+            return
+        for s in steps:
+            src = os.path.join(self.directory, str(s))
+            dst = os.path.join(self.directory, f"unrestorable-{s}")
+            n = 1
+            while os.path.exists(dst):
+                dst, n = os.path.join(self.directory, f"unrestorable-{s}.{n}"), n + 1
+            os.replace(src, dst)
+        self.manager.reload()
 
     def close(self) -> None:
         self.manager.wait_until_finished()

@@ -162,6 +162,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
             writer.write(done, row)
             bar.set_postfix(loss=f"{row['loss']:.3f}", mlm=f"{row['mlm_accuracy']:.3f}")
 
+    # Fault injection for the resume test: SIGKILL this process once step N has run (no clean-up at all).
+    kill_at = int(os.environ.get("ALBERT_JAX_FAULT_SIGKILL_AT_STEP", "0"))
     try:
         for step in range(start, t.num_train_steps):
             batch = next(batches)
@@ -170,6 +172,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
                 process(*pending)  # step t-1's metrics, read while step t runs
             done = step + 1
             pending = (done, new_metrics)
+            if done == kill_at:
+                process(*pending)
+                checkpointer.wait()
+                writer.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
             do_eval = done % t.eval_every == 0 or done == t.num_train_steps
             do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps or stop["signal"]
             if not (do_eval or do_save):

@@ -1,0 +1,159 @@
+"""Training: sharded equals single-device, compile once, exact resume after SIGKILL, corrupt-checkpoint walk-back,
+non-finite stop, and a smoke run on the real English corpus whose loss falls."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from albert_jax import checkpoints as ckpt
+from albert_jax import optim
+from albert_jax import sharding as shd
+from albert_jax import train_step as ts
+from albert_jax.config import preset
+from albert_jax.metrics import read_jsonl
+
+CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
+B, S, P = 16, 16, 3
+
+
+def synthetic_batches(n, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        ids = rng.integers(5, CFG.vocab_size, (B, S)).astype(np.int32)
+        mask = np.ones((B, S), np.int32)
+        mask[::3, 12:] = 0
+        out.append({"input_ids": ids, "input_mask": mask, "segment_ids": (np.arange(S) >= 8).astype(np.int32)[None]
+                    .repeat(B, 0), "masked_lm_positions": rng.integers(1, 12, (B, P)).astype(np.int32),
+                    "masked_lm_ids": rng.integers(5, CFG.vocab_size, (B, P)).astype(np.int32),
+                    "masked_lm_weights": np.ones((B, P), np.float32),
+                    "next_sentence_labels": rng.integers(0, 2, (B,)).astype(np.int32)})
+    return out
+
+
+def run_steps(mesh, batches, accum=1):
+    boxed = ts.abstract_params(CFG)
+    tx = optim.make_optimizer("lamb", 1e-3, 100, 2, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
+    abstract, shardings = ts.state_shardings(CFG, tx, mesh)
+    state = ts.init_state(CFG, tx, mesh, jax.random.PRNGKey(0), shardings)
+    train, _ = ts.jit_steps(CFG, tx, mesh, shardings, "sop", accum)
+    losses = []
+    for b in batches:
+        state, m = train(state, shd.shard_batch(b, mesh), jax.random.PRNGKey(1))
+        losses.append(float(m["loss"]))
+    return jax.device_get(state.params), losses, train
+
+
+@pytest.fixture(scope="module")
+def single_device_run():
+    batches = synthetic_batches(3)
+    return batches, run_steps(shd.make_mesh(devices=jax.devices()[:1]), batches)
+
+
+@pytest.mark.parametrize("shape", [(8, 1, 1), (2, 2, 2), (1, 4, 2), (1, 8, 1)])
+def test_sharded_equals_single_device(single_device_run, shape):
+    batches, (ref_params, ref_losses, _) = single_device_run
+    params, losses, train = run_steps(shd.make_mesh(*shape), batches)
+    # Sharded reductions sum in another order: equal to float32 rounding, not bitwise.
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4), params, ref_params)
+    assert train.jitted._cache_size() == 1  # the step compiled once for the whole run
+
+
+def test_gradient_accumulation_matches_one_big_batch(single_device_run):
+    batches, (ref_params, ref_losses, _) = single_device_run
+    params, losses, _ = run_steps(shd.make_mesh(8, 1, 1), batches, accum=2)
+    # The MLM mean is over each micro-batch's masked positions; with equal weights per row that is the same.
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4), params, ref_params)
+
+
+# ---------------------------------------------------------------- end-to-end runs of `albert-jax pretrain`
+SMOKE = ["--config", "experiments/pretrain.py:scale=smoke",
+         "--set", "train.batch_size=8", "--set", "train.num_train_steps=12", "--set", "train.log_every=1",
+         "--set", "train.eval_every=6", "--set", "train.eval_batches=2", "--set", "train.checkpoint_every=4",
+         "--set", "data.max_seq_length=64", "--set", "model.overrides='num_hidden_layers=2'"]
+DETERMINISTIC = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy", "grad_norm",
+                 "param_norm", "learning_rate", "eval/mlm_accuracy", "eval/sop_accuracy", "eval/nsp_accuracy")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pretrain(workdir, *extra, env=None, check=True):
+    # A fresh process: one CPU device, as a user's laptop run.
+    e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(workdir), *SMOKE,
+                        *extra], cwd=ROOT, env=e, capture_output=True, text=True, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"pretrain failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return p
+
+
+def by_step(workdir):
+    rows = {}
+    for r in read_jsonl(os.path.join(workdir, "metrics.jsonl")):
+        rows.setdefault(r["step"], {}).update({k: v for k, v in r.items() if k in DETERMINISTIC})
+    return rows
+
+
+def final_params(workdir, step):
+    cfg = json.load(open(os.path.join(workdir, "config.json")))
+    from albert_jax.config import AlbertConfig
+    model_cfg = AlbertConfig.from_dict(cfg["model"])
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), jax.tree.map(
+        lambda b: b, __import__("flax").linen.unbox(ts.abstract_params(model_cfg))))
+    return ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)[1]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("run") / "uninterrupted"
+    pretrain(wd)
+    return wd
+
+
+def test_sigkill_and_resume_is_bitwise_identical(uninterrupted, tmp_path):
+    wd = tmp_path / "killed"
+    p = pretrain(wd, env={"ALBERT_JAX_FAULT_SIGKILL_AT_STEP": "6"}, check=False)
+    assert p.returncode == -9  # really killed, no clean-up ran
+    assert ckpt.Checkpointer(str(wd / "checkpoints")).steps() == [4]
+    pretrain(wd)  # resumes from step 4 on its own
+    ref, got = by_step(uninterrupted), by_step(wd)
+    assert sorted(got) == sorted(ref) == list(range(1, 13))
+    for step in ref:
+        assert got[step] == ref[step], step
+    a, b = final_params(uninterrupted, 12), final_params(wd, 12)
+    jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+def test_corrupt_latest_checkpoint_falls_back_with_a_warning(uninterrupted, tmp_path):
+    wd = tmp_path / "corrupt"
+    shutil.copytree(uninterrupted, wd)
+    state_dir = wd / "checkpoints" / "12" / "state"
+    for root, _, files in os.walk(state_dir):
+        for f in files:
+            with open(os.path.join(root, f), "r+b") as fh:
+                fh.truncate(max(0, os.path.getsize(os.path.join(root, f)) // 3))
+    p = pretrain(wd, "--set", "train.num_train_steps=14")
+    assert "checkpoint at step 12" in p.stderr and "cannot be restored" in p.stderr
+    rows = by_step(wd)
+    assert max(rows) == 14
+    assert rows[9] == by_step(uninterrupted)[9]  # steps 9.. were re-run from step 8's checkpoint, identically
+    assert 8 in ckpt.Checkpointer(str(wd / "checkpoints")).steps()
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+    wd = tmp_path / "nan"
+    p = pretrain(wd, "--set", "train.optimizer='adamw'", "--set", "train.learning_rate=1e30",
+                 "--set", "train.warmup_steps=0", "--set", "train.checkpoint_every=1", check=False)
+    assert p.returncode != 0
+    assert "non-finite loss or gradient at step" in p.stderr
+    step = int(p.stderr.split("non-finite loss or gradient at step ")[1].split()[0])
+    steps = ckpt.Checkpointer(str(wd / "checkpoints")).steps()
+    assert steps and max(steps) == step - 1  # the bad state was never saved
