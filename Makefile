@@ -29,7 +29,10 @@ lint: install
 	$(PY) -m compileall -q albert_jax experiments tests benchmarks
 	$(VENV)/bin/albert-jax --help > /dev/null
 
+# The main job: ALBERT pretraining (MLM + SOP) at smoke scale on the real English corpus mix, then the
+# parameter table of the paper's sharing ablation. Metrics land in workdirs/demo/metrics.jsonl.
 demo: install data
+	$(VENV)/bin/albert-jax pretrain --config experiments/pretrain.py:scale=smoke --workdir workdirs/demo
 	$(VENV)/bin/albert-jax summary --preset albert-base --compare sharing=none sharing=attention sharing=ffn sharing=all
 
 clean:
