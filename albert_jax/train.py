@@ -55,6 +55,32 @@ def _truncate_metrics(path: str, last_step: int) -> None:
         os.replace(tmp, path)
 
 
+def initial_params(source_workdir: str, mode: str, model_cfg):
+    """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
+    from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
+    from flax import linen as nn
+
+    from albert_jax import init_tricks
+    from albert_jax.config import AlbertConfig
+
+    with open(os.path.join(source_workdir, "config.json"), encoding="utf-8") as f:
+        src_cfg = AlbertConfig.from_dict(json.load(f)["model"])
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), nn.unbox(ts.abstract_params(src_cfg)))
+    step, params = ckpt.restore_params_only(os.path.join(source_workdir, "checkpoints"), abstract)
+    log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
+    if mode == "copy":
+        if src_cfg.replace(scan_layers=model_cfg.scan_layers, remat_policy=model_cfg.remat_policy,
+                           dtype=model_cfg.dtype) != model_cfg:
+            raise ValueError(f"train.init_mode='copy' needs the same model as {source_workdir}; use 'group0' "
+                             "or 'deeper' to change sharing or depth")
+        return params
+    if mode == "group0":
+        return init_tricks.init_from_group0(params, src_cfg, model_cfg)
+    if mode == "deeper":
+        return init_tricks.warm_start_deeper(params, src_cfg, model_cfg)
+    raise ValueError(f"train.init_mode={mode!r}: allowed copy, group0, deeper")
+
+
 def evaluate(eval_step, params, iterators: dict, num_batches: int) -> dict[str, float]:
     """Held-out MLM accuracy plus SOP and NSP accuracy, whatever inter-sentence loss the model trained with."""
     out = {}
@@ -106,7 +132,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     batches = data.train_iterator(t.batch_size, shd.batch_sharding(mesh), seed=t.seed)
 
     restored = checkpointer.restore_latest(abstract_state)
-    if restored is None:
+    if restored is None and t.init_from:
+        state = ts.state_from_params(initial_params(t.init_from, t.init_mode, model_cfg), tx, mesh, shardings)
+        start = 0
+    elif restored is None:
         state = ts.init_state(model_cfg, tx, mesh, jax.random.PRNGKey(t.seed), shardings)
         start = 0
     else:

@@ -140,6 +140,13 @@ def init_state(model_config, tx, mesh, rng, shardings):
         return jax.jit(init, out_shardings=shardings)(rng)
 
 
+def state_from_params(params, tx, mesh, shardings):
+    """A fresh train state (step 0, new optimizer slots) around given parameters, laid out by `shardings`."""
+    with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
+        return jax.jit(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)),
+                       out_shardings=shardings)(params)
+
+
 def jit_steps(model_config, tx, mesh, shardings, task: str, grad_accum_steps: int = 1):
     """Compile-once train and eval steps with explicit in/out shardings; the train state is donated."""
     model = AlbertForPreTraining(model_config)

@@ -80,6 +80,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.train.checkpoint_every = 5000 if scale == "paper" else 100
     c.train.keep_checkpoints = 3
     c.train.seed = 0
+    c.train.init_from = ""  # another run's workdir to start from (when this workdir has no checkpoint)
+    c.train.init_mode = "copy"  # copy | group0 (official --init_from_group0) | deeper (warm start, Table 11)
     c.train.peak_flops = 0.0  # per device; 0: look the device kind up (CPU: unknown unless set)
 
     c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))

@@ -157,3 +157,19 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
     step = int(p.stderr.split("non-finite loss or gradient at step ")[1].split()[0])
     steps = ckpt.Checkpointer(str(wd / "checkpoints")).steps()
     assert steps and max(steps) == step - 1  # the bad state was never saved
+
+
+def test_init_from_group0_through_the_trainer(uninterrupted, tmp_path):
+    from albert_jax.config import AlbertConfig
+    from albert_jax.init_tricks import init_from_group0
+
+    wd = tmp_path / "unshared"
+    pretrain(wd, "--set", "model.overrides='num_hidden_layers=2,sharing=none'", "--set", "train.num_train_steps=1",
+             "--set", f"train.init_from='{uninterrupted}'", "--set", "train.init_mode='group0'",
+             "--set", "train.learning_rate=0.0", "--set", "train.warmup_steps=0")
+    src_cfg = AlbertConfig.from_dict(json.load(open(uninterrupted / "config.json"))["model"])
+    dst_cfg = AlbertConfig.from_dict(json.load(open(wd / "config.json"))["model"])
+    assert dst_cfg.sharing == "none"
+    expected = init_from_group0(final_params(uninterrupted, 12), src_cfg, dst_cfg)
+    got = final_params(wd, 1)  # one step at learning rate 0 leaves the initial parameters untouched
+    jax.tree.map(np.testing.assert_array_equal, got, expected)

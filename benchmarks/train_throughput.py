@@ -1,0 +1,147 @@
+"""Train-step throughput, TFLOP/s, MFU, compile time and memory of our step, with HF PyTorch as the peer.
+
+  python benchmarks/train_throughput.py --preset albert-base --seq 128 --batch 8 --steps 5
+  python benchmarks/train_throughput.py --preset albert-large --seq 512 --batch 32 --dtype bfloat16 --remat dots
+
+Prints one markdown row per measured system (ours; HF transformers AlbertForPreTraining + AdamW when torch is
+installed and --peer is given) and the ratio ours/peer from the same run. FLOPs are counted from the config,
+every applied layer included (reference: docs/benchmarks.md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import time
+
+import jax
+import numpy as np
+
+from albert_jax import metrics as mx
+from albert_jax import optim
+from albert_jax import sharding as shd
+from albert_jax import train_step as ts
+from albert_jax.config import parse_overrides, preset
+
+
+def batch_for(cfg, batch, seq, preds, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"input_ids": rng.integers(5, cfg.vocab_size, (batch, seq)).astype(np.int32),
+            "input_mask": np.ones((batch, seq), np.int32), "segment_ids": np.zeros((batch, seq), np.int32),
+            "masked_lm_positions": np.sort(rng.integers(1, seq, (batch, preds))).astype(np.int32),
+            "masked_lm_ids": rng.integers(5, cfg.vocab_size, (batch, preds)).astype(np.int32),
+            "masked_lm_weights": np.ones((batch, preds), np.float32),
+            "next_sentence_labels": rng.integers(0, 2, (batch,)).astype(np.int32)}
+
+
+def peak_memory_mb() -> float:
+    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)()
+    if stats and "peak_bytes_in_use" in stats:
+        return stats["peak_bytes_in_use"] / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # CPU: process peak RSS
+
+
+def bench_ours(cfg, args):
+    mesh = shd.make_mesh()
+    boxed = ts.abstract_params(cfg)
+    tx = optim.make_optimizer("lamb", 1e-4, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
+    _, shardings = ts.state_shardings(cfg, tx, mesh)
+    state = ts.init_state(cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+    train, _ = ts.jit_steps(cfg, tx, mesh, shardings, "sop")
+    b = shd.shard_batch(batch_for(cfg, args.batch, args.seq, args.preds), mesh)
+    rng = jax.random.PRNGKey(1)
+    t0 = time.perf_counter()
+    state, m = train(state, b, rng)
+    jax.block_until_ready(m)
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        state, m = train(state, b, rng)
+    jax.block_until_ready(m)
+    step_s = (time.perf_counter() - t0) / args.steps
+    return {"system": f"albert_jax ({'scan' if cfg.scan_layers else 'unrolled'}, remat={cfg.remat_policy}, "
+                      f"{cfg.dtype})", "step_s": step_s, "compile_s": compile_s, "peak_mb": peak_memory_mb()}
+
+
+def bench_torch_peer(cfg, args):
+    import torch
+    import transformers
+    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = transformers.AlbertForPreTraining(hf).to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    b = batch_for(cfg, args.batch, args.seq, args.preds)
+    labels = np.full((args.batch, args.seq), -100, np.int64)
+    np.put_along_axis(labels, b["masked_lm_positions"], b["masked_lm_ids"], 1)
+    feed = {"input_ids": torch.tensor(b["input_ids"], dtype=torch.long, device=device),
+            "attention_mask": torch.tensor(b["input_mask"], device=device),
+            "labels": torch.tensor(labels, device=device),
+            "sentence_order_label": torch.tensor(b["next_sentence_labels"], dtype=torch.long, device=device)}
+    autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=cfg.dtype == "bfloat16")
+
+    def step():
+        with autocast:
+            loss = model(**feed).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    step_s = (time.perf_counter() - t0) / args.steps
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else float("nan")
+    return {"system": f"HF transformers {transformers.__version__} torch {torch.__version__} eager",
+            "step_s": step_s, "compile_s": float("nan"), "peak_mb": peak}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--preset", default="albert-base")
+    p.add_argument("--set", default="", help="model overrides, e.g. num_hidden_layers=4,hidden_size=256")
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--preds", type=int, default=20)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--remat", default="none")
+    p.add_argument("--unrolled", action="store_true")
+    p.add_argument("--peer", action="store_true", help="also time HF transformers (needs torch)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    cfg = preset(args.preset, **parse_overrides(args.set)).replace(
+        dtype=args.dtype, remat_policy=args.remat, scan_layers=not args.unrolled,
+        max_position_embeddings=max(512, args.seq))
+    flops = cfg.flops_per_token(args.seq, masked_fraction=args.preds / args.seq)
+    peak = mx.peak_flops_per_device()
+    rows = [bench_ours(cfg, args)]
+    if args.peer:
+        rows.append(bench_torch_peer(cfg, args))
+    kind = jax.devices()[0].device_kind
+    print(f"\n{args.preset} {args.set} seq={args.seq} batch={args.batch} dtype={args.dtype} on "
+          f"{jax.device_count()}x {kind} ({platform.machine()}, jax {jax.__version__})")
+    print("| system | step (s) | seq/s | tokens/s | TFLOP/s/device | MFU | compile (s) | peak memory (MiB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        tok_s = args.batch * args.seq / r["step_s"]
+        tflops = mx.flops_per_second_per_device(flops, tok_s, jax.device_count()) / 1e12
+        mfu = f"{mx.mfu(flops, tok_s, jax.device_count(), peak):.1%}" if peak else "n/a"
+        r.update(tokens_per_s=tok_s, tflops_per_device=tflops)
+        print(f"| {r['system']} | {r['step_s']:.4f} | {args.batch / r['step_s']:.2f} | {tok_s:,.0f} | {tflops:.3f} "
+              f"| {mfu} | {r['compile_s']:.1f} | {r['peak_mb']:,.0f} |")
+    if len(rows) == 2:
+        print(f"\nratio ours/peer (throughput): {rows[1]['step_s'] / rows[0]['step_s']:.2f}x")
+    if args.json:
+        print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
