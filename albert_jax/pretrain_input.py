@@ -13,8 +13,6 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 from albert_jax import input_pipeline, tokenization
 from albert_jax import pretraining_data as ptd
 from albert_jax.data import builders, fetch
@@ -56,7 +54,7 @@ class PretrainData:
     train_shards: list[str]
     eval_shards: dict[str, list[str]]
     masking: str
-    max_predictions_per_seq: int
+    masking_options: dict
     summary: dict
 
     @property
@@ -73,8 +71,8 @@ class PretrainData:
     def _transform(self):
         if self.masking == "static":
             return lambda data: _select(ptd.decode_record(data))
-        masker = ptd.DynamicMasking(self.vocab_size, self.max_predictions_per_seq)
-        return lambda data, rng: _select(masker(ptd.decode_record(data), rng))
+        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options)
+        return lambda data, rng: _select(masker(ptd.decode_record(data), rng))  # fresh masks every epoch
 
     def train_iterator(self, batch_size: int, sharding, seed: int):
         import grain
@@ -95,13 +93,36 @@ def prepare(config) -> PretrainData:
     d = config.data
     cache = fetch.default_cache_dir()
     max_docs = d.max_docs or None
-    root = cache / "pretrain" / f"{d.corpus}-{max_docs or 'all'}"
+    source_kwargs, tag, tfds_name = {"max_docs": max_docs}, "", d.corpus
+    if d.corpus.startswith("text_corpus"):
+        # A user's own files in the official format; the cache key follows their names, sizes and times.
+        paths = [p for p in (d.corpus_paths or "").split(",") if p]
+        if not paths:
+            raise ValueError(f"data.corpus={d.corpus!r} needs data.corpus_paths (comma-separated files in the "
+                             "official format: one sentence per line, a blank line between documents)")
+        for p in paths:
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"data.corpus_paths: {p} does not exist")
+        held_out = d.held_out_fraction
+        source_kwargs.update(paths=paths, splits=(("train", 1 - 2 * held_out), ("validation", held_out),
+                                                  ("test", held_out)))
+        tag = "-" + _digest([(os.path.abspath(p), os.path.getsize(p), os.path.getmtime(p)) for p in paths]
+                            + [held_out])
+        tfds_name = f"{d.corpus}_{tag[1:]}"  # TFDS caches by config name: a changed corpus gets a new one
+    root = cache / "pretrain" / f"{d.corpus.replace('/', '_')}-{max_docs or 'all'}{tag}"
     root.mkdir(parents=True, exist_ok=True)
     texts = {}
     for split in ("train", "validation"):
         path = root / f"{split}.txt"
         if not path.exists():
-            source = builders.load_source(d.corpus, split, cache_dir=cache, max_docs=max_docs)
+            try:
+                source = builders.load_source(tfds_name, split, cache_dir=cache, **source_kwargs)
+            except ValueError as e:
+                if "Unknown split" not in str(e):
+                    raise
+                raise ValueError(f"corpus {d.corpus!r} has no documents in its {split!r} split (documents are "
+                                 "assigned by a hash of their id); add documents or raise "
+                                 "data.held_out_fraction") from None
             if _write_official_format(source, path) == 0:
                 raise ValueError(f"corpus {d.corpus!r} split {split!r} holds no documents")
         texts[split] = path
@@ -128,9 +149,7 @@ def prepare(config) -> PretrainData:
                                  cfg, d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
                "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
-    return PretrainData(tokenizer, train, evals, d.masking, d.max_predictions_per_seq, summary)
+    masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
+                           ngram=d.ngram)
+    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary)
 
-
-def first_batch(data: PretrainData, batch_size: int) -> dict[str, np.ndarray]:
-    """One process-local batch (numpy), for smoke checks and benchmarks."""
-    return next(iter(data.train_iterator(batch_size, None, seed=0)))

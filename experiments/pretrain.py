@@ -52,7 +52,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.model.overrides = ",".join(f"{k}={v}" for k, v in overrides.items())
 
     c.data = ml_collections.ConfigDict()
-    c.data.corpus = "albert_pretrain_en"
+    c.data.corpus = "albert_pretrain_en"  # or albert_pretrain_en/with_news, text_corpus/<name> (+ corpus_paths)
+    c.data.corpus_paths = ""  # for text_corpus/<name>: comma-separated files in the official format
+    c.data.held_out_fraction = 0.01  # text_corpus: share of documents for validation (and as much for test)
     c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
     c.data.vocab_size = 30000 if scale == "paper" else 4000
     c.data.lower = True

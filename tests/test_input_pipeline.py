@@ -105,3 +105,28 @@ def test_over_a_built_tfds_source(tmp_path):
     again.set_state(state)
     assert_same(take(again, 1), nxt)
     assert nxt[0]["ids"].shape == (32, 64) and set(np.unique(nxt[0]["label"])) <= {0, 1}
+
+
+def _draw(record, rng):
+    return {"idx": np.asarray(record), "draw": np.asarray(rng.integers(0, 2**31))}
+
+
+def test_random_transform_redraws_every_epoch_and_resumes_exactly():
+    # Dynamic masking relies on this: a record's rng differs per epoch, is reproducible, and survives a resume.
+    source = list(range(6))
+    it = ip.make_batch_iterator(source, global_batch_size=3, seed=7, random_transform_fn=_draw)
+    batches = take(it, 6)  # three epochs of two batches
+    draws = {}
+    for b in batches:
+        for i, d in zip(b["idx"].tolist(), b["draw"].tolist()):
+            draws.setdefault(i, []).append(d)
+    assert all(len(v) == 3 and len(set(v)) == 3 for v in draws.values())
+    again = take(ip.make_batch_iterator(source, global_batch_size=3, seed=7, random_transform_fn=_draw), 6)
+    assert_same(batches, again)
+    resumed = ip.make_batch_iterator(source, global_batch_size=3, seed=7, random_transform_fn=_draw)
+    first = ip.make_batch_iterator(source, global_batch_size=3, seed=7, random_transform_fn=_draw)
+    take(first, 2)
+    resumed.set_state(first.get_state())
+    assert_same(take(resumed, 4), batches[2:])
+    with pytest.raises(ValueError, match="exactly one of transform_fn and random_transform_fn"):
+        ip.make_batch_iterator(source, to_arrays, 3, seed=0, random_transform_fn=_draw)

@@ -173,3 +173,18 @@ def test_init_from_group0_through_the_trainer(uninterrupted, tmp_path):
     expected = init_from_group0(final_params(uninterrupted, 12), src_cfg, dst_cfg)
     got = final_params(wd, 1)  # one step at learning rate 0 leaves the initial parameters untouched
     jax.tree.map(np.testing.assert_array_equal, got, expected)
+
+
+def test_own_corpus_with_dynamic_masking(tmp_path):
+    """A user's corpus in the official format, masks re-drawn each epoch inside the pipeline."""
+    fixture = os.path.join(ROOT, "tests", "fixtures", "sotu_sample.txt")
+    wd = tmp_path / "own"
+    pretrain(wd, "--set", "data.corpus='text_corpus/sotu_sample'", "--set", f"data.corpus_paths='{fixture}'",
+             "--set", "data.masking='dynamic'", "--set", "data.vocab_size=2000", "--set", "data.max_docs=0",
+             "--set", "data.held_out_fraction=0.2",
+             "--set", "train.num_train_steps=4", "--set", "train.eval_every=4")
+    summary = json.load(open(wd / "config.json"))["data"]
+    assert summary["corpus"] == "text_corpus/sotu_sample" and summary["pretraining"]["masking"] == "dynamic"
+    rows = by_step(wd)
+    # Masks were drawn (an empty mask would give an MLM loss of 0): about ln(2000) = 7.6 at the start.
+    assert max(rows) == 4 and 6.0 < rows[4]["mlm_loss"] < 9.0

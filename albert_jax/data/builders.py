@@ -171,9 +171,11 @@ class TextCorpus(_DocumentBuilder):
     DESCRIPTION = __doc__
 
     def __init__(self, *, paths: Sequence[str | Path] = (), corpus_name: str = "default",
-                 bad_lines: str = "raise", encoding: str = "utf-8", config: Any = None, **kwargs):
+                 bad_lines: str = "raise", encoding: str = "utf-8", config: Any = None,
+                 splits: tuple[tuple[str, float], ...] = corpora.PRETRAIN_SPLITS, **kwargs):
         if paths:
-            config = TextCorpusConfig(name=corpus_name, paths=tuple(str(p) for p in paths),
+            # A small corpus may want a larger held-out share than 1% (else its validation split is empty).
+            config = TextCorpusConfig(name=corpus_name, paths=tuple(str(p) for p in paths), splits=tuple(splits),
                                       bad_lines=bad_lines, encoding=encoding,
                                       description=f"user corpus from {len(paths)} file(s)")
         elif config is None:
