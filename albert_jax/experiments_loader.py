@@ -40,5 +40,5 @@ def apply_override(config, item: str) -> None:
     if isinstance(old, float) and isinstance(value, int):
         value = float(value)
     if old is not None and not isinstance(value, type(old)):
-        raise ValueError(f"override {key}={raw!r}: expected a {type(old).__name__}")
+        raise ValueError(f"override {key}={raw!r}: expected a value of type {type(old).__name__}")
     node[leaf] = value

@@ -71,15 +71,15 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
 
     c.train = ml_collections.ConfigDict()
     c.train.batch_size = 4096 if scale == "paper" else 32
-    c.train.num_train_steps = 125_000 if scale == "paper" else 300
+    c.train.num_train_steps = 125_000 if scale == "paper" else 600
     c.train.optimizer = "lamb"
-    c.train.learning_rate = 0.00176 if scale == "paper" else 0.005
-    c.train.warmup_steps = 3125 if scale == "paper" else 30
+    c.train.learning_rate = 0.00176 if scale == "paper" else 0.01  # smoke: batch 32 tolerates a larger LAMB rate
+    c.train.warmup_steps = 3125 if scale == "paper" else 60
     c.train.grad_accum_steps = 1
     c.train.log_every = 100 if scale == "paper" else 10
-    c.train.eval_every = 5000 if scale == "paper" else 100
+    c.train.eval_every = 5000 if scale == "paper" else 200
     c.train.eval_batches = 100 if scale == "paper" else 8
-    c.train.checkpoint_every = 5000 if scale == "paper" else 100
+    c.train.checkpoint_every = 5000 if scale == "paper" else 200
     c.train.keep_checkpoints = 3
     c.train.seed = 0
     c.train.init_from = ""  # another run's workdir to start from (when this workdir has no checkpoint)

@@ -1,0 +1,36 @@
+"""Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is valid."""
+import pytest
+
+from albert_jax.config import parse_overrides, preset
+from albert_jax.experiments_loader import apply_override, load_config
+
+
+def test_variants_select_model_and_task():
+    c = load_config("experiments/pretrain.py:scale=smoke,embed=96,sharing=ffn,task=nsp")
+    assert c.data.task == "nsp" and c.scale == "smoke"
+    model = preset(c.model.preset, **parse_overrides(c.model.overrides))
+    assert (model.embedding_size, model.sharing, model.hidden_size) == (96, "ffn", 128)
+    paper = load_config("experiments/pretrain.py:scale=paper")
+    assert (paper.train.batch_size, paper.train.learning_rate, paper.train.warmup_steps,
+            paper.train.num_train_steps, paper.data.max_seq_length) == (4096, 0.00176, 3125, 125_000, 512)
+    assert preset(paper.model.preset, **parse_overrides(paper.model.overrides)).param_count() == 11_683_584
+
+
+def test_bad_arguments_and_overrides_are_named():
+    with pytest.raises(ValueError, match=r"unknown experiment argument\(s\) \['colour'\]"):
+        load_config("experiments/pretrain.py:colour=red")
+    with pytest.raises(ValueError, match="scale='huge'"):
+        load_config("experiments/pretrain.py:scale=huge")
+    with pytest.raises(FileNotFoundError, match="experiments/nope.py does not exist"):
+        load_config("experiments/nope.py")
+    c = load_config("experiments/pretrain.py")
+    apply_override(c, "train.batch_size=64")
+    assert c.train.batch_size == 64
+    apply_override(c, "train.learning_rate=1")
+    assert c.train.learning_rate == 1.0
+    with pytest.raises(ValueError, match="no field 'batchsize'"):
+        apply_override(c, "train.batchsize=3")
+    with pytest.raises(ValueError, match="no section 'trian'"):
+        apply_override(c, "trian.batch_size=3")
+    with pytest.raises(ValueError, match="expected a value of type int"):
+        apply_override(c, "train.batch_size='big'")
