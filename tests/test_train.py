@@ -37,12 +37,12 @@ def synthetic_batches(n, seed=0):
     return out
 
 
-def run_steps(mesh, batches, accum=1):
-    boxed = ts.abstract_params(CFG)
+def run_steps(mesh, batches, accum=1, cfg=CFG):
+    boxed = ts.abstract_params(cfg)
     tx = optim.make_optimizer("lamb", 1e-3, 100, 2, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    abstract, shardings = ts.state_shardings(CFG, tx, mesh)
-    state = ts.init_state(CFG, tx, mesh, jax.random.PRNGKey(0), shardings)
-    train, _ = ts.jit_steps(CFG, tx, mesh, shardings, "sop", accum)
+    abstract, shardings = ts.state_shardings(cfg, tx, mesh)
+    state = ts.init_state(cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+    train, _ = ts.jit_steps(cfg, tx, mesh, shardings, "sop", accum)
     losses = []
     for b in batches:
         state, m = train(state, shd.shard_batch(b, mesh), jax.random.PRNGKey(1))
@@ -188,3 +188,31 @@ def test_own_corpus_with_dynamic_masking(tmp_path):
     rows = by_step(wd)
     # Masks were drawn (an empty mask would give an MLM loss of 0): about ln(2000) = 7.6 at the start.
     assert max(rows) == 4 and 6.0 < rows[4]["mlm_loss"] < 9.0
+
+
+def test_sigterm_checkpoints_and_exits_cleanly(tmp_path):
+    import signal
+    import time
+    wd = tmp_path / "term"
+    e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), *SMOKE,
+                             "--set", "train.num_train_steps=100000", "--set", "train.checkpoint_every=100000",
+                             "--set", "train.eval_every=100000"], cwd=ROOT, env=e, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    metrics = wd / "metrics.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    steps = ckpt.Checkpointer(str(wd / "checkpoints")).steps()
+    assert len(steps) == 1 and 3 <= steps[0] < 100000  # saved where it stopped, not at a scheduled step
+    assert f"checkpointed step {steps[0]}" in err
+
+
+def test_bf16_compute_trains(single_device_run):
+    batches, (_, ref_losses, _) = single_device_run
+    params, losses, _ = run_steps(shd.make_mesh(2, 2, 2), batches, cfg=CFG.replace(dtype="bfloat16"))
+    assert all(x.dtype == jnp.float32 for x in jax.tree.leaves(params))  # f32 parameters, bf16 compute
+    np.testing.assert_allclose(losses, ref_losses, rtol=0.02)
