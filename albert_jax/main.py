@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Modules that contribute sub-commands, in the order `--help` lists them.
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UserError, ValueError, FileNotFoundError) as e:
+        if os.environ.get("ALBERT_JAX_DEBUG"):
+            raise  # the full traceback, for bug reports
         print(f"albert-jax {args.command}: error: {e}", file=sys.stderr)
         return 2
 

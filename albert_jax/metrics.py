@@ -123,7 +123,8 @@ class MetricWriter:
         if not enabled:
             return
         os.makedirs(workdir, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")
+        # Line-buffered: a record is on disk once written, so a killed run loses no logged step.
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1)
         if tensorboard:
             from tensorboardX import SummaryWriter
 

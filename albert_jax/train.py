@@ -204,7 +204,6 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
             if done == kill_at:
                 process(*pending)
                 checkpointer.wait()
-                writer.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
             do_eval = done % t.eval_every == 0 or done == t.num_train_steps
             do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps or stop["signal"]
@@ -218,6 +217,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
                 writer.write(done, last_eval)
             if do_save:
                 save(done)
+                writer.flush()
             meter.pause()
             if stop["signal"]:
                 log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
