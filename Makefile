@@ -26,7 +26,7 @@ test: install data
 	$(PY) -m pytest tests
 
 lint: install
-	$(PY) -m compileall -q albert_jax experiments tests benchmarks
+	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
 	$(VENV)/bin/albert-jax --help > /dev/null
 
 # The main job: ALBERT pretraining (MLM + SOP) at smoke scale on the real English corpus mix, then the

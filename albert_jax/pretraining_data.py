@@ -26,7 +26,6 @@ Changed, on purpose:
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json

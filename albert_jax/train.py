@@ -15,7 +15,6 @@ import sys
 import time
 
 import jax
-import numpy as np
 
 from albert_jax import checkpoints as ckpt
 from albert_jax import metrics as mx

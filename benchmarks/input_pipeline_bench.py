@@ -78,8 +78,8 @@ def main(argv=None) -> int:
     pipe_rate = batches * args.batch_size / (time.perf_counter() - t0)
 
     cores = max(1, args.worker_count) if args.worker_count else 1
-    print(f"| machine | cores | source records | source read (rec/s) | source MB/s | transform | batch | workers "
-          f"| pipeline (rec/s) | pipeline rec/s/core | build (s) |")
+    print("| machine | cores | source records | source read (rec/s) | source MB/s | transform | batch | workers "
+          "| pipeline (rec/s) | pipeline rec/s/core | build (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {platform.machine()} {os.cpu_count()} CPU | {cores} | {n} | {src_rate:,.0f} | {mb_rate:,.1f} | {tname} "
           f"| {args.batch_size} | {args.worker_count} | {pipe_rate:,.0f} | {pipe_rate / cores:,.0f} | {build_s:.1f} |")
