@@ -12,6 +12,7 @@ models' settings (lower-cased, accents stripped).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -290,7 +291,7 @@ def add_cli(subparsers) -> None:
     t.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
     t.add_argument("--model-prefix", required=True, help="writes PREFIX.model, PREFIX.vocab, PREFIX.json")
     t.add_argument("--vocab-size", type=int, default=30000)
-    t.add_argument("--lower", action=__import__("argparse").BooleanOptionalAction, default=True,
+    t.add_argument("--lower", action=argparse.BooleanOptionalAction, default=True,
                    help="lower-case text (the released models are uncased)")
     t.add_argument("--keep-accents", action="store_true", help="skip NFKD accent stripping")
     t.add_argument("--no-hard-vocab-limit", dest="hard_vocab_limit", action="store_false",

@@ -54,18 +54,25 @@ def _truncate_metrics(path: str, last_step: int) -> None:
         os.replace(tmp, path)
 
 
+def params_from_workdir(workdir: str, step: int | None = None):
+    """(step, model config, parameters) of a pretraining run's checkpoint (the latest when step is None)."""
+    from flax import linen as nn
+
+    from albert_jax.config import AlbertConfig
+
+    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+        cfg = AlbertConfig.from_dict(json.load(f)["model"])
+    abstract = nn.unbox(ts.abstract_params(cfg))  # ShapeDtypeStructs: nothing allocated before the restore
+    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)
+    return step, cfg, params
+
+
 def initial_params(source_workdir: str, mode: str, model_cfg):
     """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
     from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
-    from flax import linen as nn
-
     from albert_jax import init_tricks
-    from albert_jax.config import AlbertConfig
 
-    with open(os.path.join(source_workdir, "config.json"), encoding="utf-8") as f:
-        src_cfg = AlbertConfig.from_dict(json.load(f)["model"])
-    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), nn.unbox(ts.abstract_params(src_cfg)))
-    step, params = ckpt.restore_params_only(os.path.join(source_workdir, "checkpoints"), abstract)
+    step, src_cfg, params = params_from_workdir(source_workdir)
     log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
     if mode == "copy":
         if src_cfg.replace(scan_layers=model_cfg.scan_layers, remat_policy=model_cfg.remat_policy,
@@ -125,7 +132,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
     tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     schedule = optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps)
-    abstract_state, shardings = ts.state_shardings(model_cfg, tx, mesh)
+    abstract_state, shardings = ts.state_shardings(model_cfg, tx, mesh, boxed)
     train_step, eval_step = ts.jit_steps(model_cfg, tx, mesh, shardings, config.data.task, t.grad_accum_steps)
     checkpointer = ckpt.Checkpointer(os.path.join(workdir, "checkpoints"), keep=t.keep_checkpoints)
     batches = data.train_iterator(t.batch_size, shd.batch_sharding(mesh), seed=t.seed)

@@ -114,9 +114,10 @@ def abstract_params(model_config, seq_len: int = 8):
     return jax.eval_shape(lambda r: model.init(r, dummy)["params"], jax.random.PRNGKey(0))
 
 
-def state_shardings(model_config, tx, mesh):
-    """(abstract state, its NamedShardings): parameters by the logical rules, optimizer slots like their params."""
-    boxed = abstract_params(model_config)
+def state_shardings(model_config, tx, mesh, boxed=None):
+    """(abstract state, its NamedShardings): parameters by the logical rules, optimizer slots like their params.
+    `boxed`: the abstract_params of model_config when the caller has them already (saves a trace)."""
+    boxed = abstract_params(model_config) if boxed is None else boxed
     param_sh = shd.param_shardings(boxed, mesh)
     replicated = NamedSharding(mesh, PartitionSpec())
     abstract = jax.eval_shape(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)), nn.unbox(boxed))

@@ -17,6 +17,7 @@ from albert_jax import sharding as shd
 from albert_jax import train_step as ts
 from albert_jax.config import preset
 from albert_jax.metrics import read_jsonl
+from albert_jax.train import params_from_workdir
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
@@ -103,12 +104,7 @@ def by_step(workdir):
 
 
 def final_params(workdir, step):
-    cfg = json.load(open(os.path.join(workdir, "config.json")))
-    from albert_jax.config import AlbertConfig
-    model_cfg = AlbertConfig.from_dict(cfg["model"])
-    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), jax.tree.map(
-        lambda b: b, __import__("flax").linen.unbox(ts.abstract_params(model_cfg))))
-    return ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)[1]
+    return params_from_workdir(str(workdir), step)[2]
 
 
 @pytest.fixture(scope="module")
