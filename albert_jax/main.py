@@ -14,10 +14,10 @@ import sys
 _CLI_MODULES = (
     "albert_jax.summary",
     "albert_jax.data.cli",
-    "albert_jax.tokenization",
-    "albert_jax.pretraining_data",
-    "albert_jax.train",
-    "albert_jax.convert",
+    "albert_jax.data.tokenization",
+    "albert_jax.tasks.pretraining.instances",
+    "albert_jax.training.loop",
+    "albert_jax.interop.hf",
 )
 
 

@@ -7,7 +7,7 @@ with a tokenization-free stand-in transform (the document's UTF-8 bytes, padded)
 real one as module:callable (a record -> dict of fixed-shape numpy arrays). Prints one markdown table row.
 
     python benchmarks/input_pipeline_bench.py [--batch-size 32] [--seconds 10] [--worker-count 0]
-    python benchmarks/input_pipeline_bench.py --transform albert_jax.pretraining_data:make_transform
+    python benchmarks/input_pipeline_bench.py --transform albert_jax.tasks.pretraining.instances:make_transform
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import numpy as np
 
 
 def _load_transform(spec: str | None):
-    from albert_jax import input_pipeline as ip
+    from albert_jax.data import input_pipeline as ip
 
     if not spec:
         return ip.TextBytesTransform(4096), "bytes stand-in (4096)"
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
 
     import tensorflow_datasets as tfds
 
-    from albert_jax import input_pipeline as ip
+    from albert_jax.data import input_pipeline as ip
     from albert_jax.data import builders
 
     tfds.display_progress_bar(False)

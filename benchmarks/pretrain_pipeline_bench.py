@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from albert_jax import pretrain_input
+from albert_jax.tasks.pretraining import input as pretrain_input
 from albert_jax.config import preset
 
 

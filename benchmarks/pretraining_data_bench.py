@@ -48,8 +48,8 @@ def peak_rss_mb() -> float:
 def one_run(args) -> None:
     """Child process: create examples for one corpus and print a JSON line."""
     sys.path.insert(0, str(ROOT))
-    from albert_jax.pretraining_data import PretrainingConfig, create_pretraining_data
-    from albert_jax.tokenization import Tokenizer
+    from albert_jax.tasks.pretraining.instances import PretrainingConfig, create_pretraining_data
+    from albert_jax.data.tokenization import Tokenizer
     tok = Tokenizer.load(args.spm_model)
     cfg = PretrainingConfig(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, task=args.task)
     with tempfile.TemporaryDirectory() as out:
@@ -78,7 +78,7 @@ def main() -> None:
     if args._child:
         return one_run(args)
     sys.path.insert(0, str(ROOT))
-    from albert_jax.tokenization import train_tokenizer
+    from albert_jax.data.tokenization import train_tokenizer
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         corpus = sotu_corpus(args.sotu_dir, tmp / "sotu.txt") if args.sotu_dir else args.corpus

@@ -18,10 +18,10 @@ import time
 import jax
 import numpy as np
 
-from albert_jax import metrics as mx
-from albert_jax import optim
+from albert_jax.training import metrics as mx
+from albert_jax.training import optim
 from albert_jax import sharding as shd
-from albert_jax import train_step as ts
+from albert_jax.training import step as ts
 from albert_jax.config import parse_overrides, preset
 
 

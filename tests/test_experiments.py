@@ -2,7 +2,7 @@
 import pytest
 
 from albert_jax.config import parse_overrides, preset
-from albert_jax.experiments_loader import apply_override, load_config
+from albert_jax.experiments.loader import apply_override, load_config
 
 
 def test_variants_select_model_and_task():

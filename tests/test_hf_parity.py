@@ -1,4 +1,4 @@
-"""Numerical parity with transformers' PyTorch ALBERT, through `albert_jax.convert`, in both directions.
+"""Numerical parity with transformers' PyTorch ALBERT, through `albert_jax.interop.hf`, in both directions.
 
 Tiny random models, float32, dropout off, eval mode. Every parameter (biases and LayerNorm included) is
 perturbed away from its init value: HF and we initialise biases to 0 and LayerNorm to 1/0, which would hide a
@@ -21,7 +21,7 @@ from flax import linen as nn
 from flax import traverse_util
 
 from albert_jax.config import AlbertConfig
-from albert_jax.convert import ConversionError, hf_to_params, load_hf_pretrained, params_to_hf, save_hf_pretrained
+from albert_jax.interop.hf import ConversionError, hf_to_params, load_hf_pretrained, params_to_hf, save_hf_pretrained
 from albert_jax.modeling import AlbertForPreTraining, AlbertModel
 
 TOL = 1e-5
@@ -253,7 +253,7 @@ def test_cli_from_hf_then_to_hf(tmp_path, batch):
     """`convert from-hf` then `convert to-hf` (our msgpack params in between) reproduces the HF directory."""
     import argparse
 
-    from albert_jax.convert import add_cli
+    from albert_jax.interop.hf import add_cli
 
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command"))

@@ -6,7 +6,7 @@ import pytest
 from flax import linen as nn
 
 from albert_jax.config import preset
-from albert_jax.init_tricks import InitError, init_from_group0, warm_start_deeper
+from albert_jax.modeling.init_tricks import InitError, init_from_group0, warm_start_deeper
 from albert_jax.modeling import AlbertForPreTraining
 
 SRC = preset("smoke", num_hidden_layers=4)

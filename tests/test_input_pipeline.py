@@ -5,7 +5,7 @@ import pytest
 import tensorflow_datasets as tfds
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from albert_jax import input_pipeline as ip
+from albert_jax.data import input_pipeline as ip
 from albert_jax.data import builders, fetch
 
 tfds.display_progress_bar(False)

@@ -14,7 +14,7 @@ import pytest
 from tensorboardX.proto import event_pb2
 from tensorboardX.record_writer import masked_crc32c
 
-from albert_jax import metrics
+from albert_jax.training import metrics
 
 
 def _read_tfrecords(path):

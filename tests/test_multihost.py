@@ -19,7 +19,8 @@ import numpy as np
 from albert_jax import sharding
 multi = sharding.init_distributed()  # from the ALBERT_JAX_* environment; False when single-process
 import jax
-from albert_jax import optim, train_step as ts
+from albert_jax.training import optim
+from albert_jax.training import step as ts
 from albert_jax.config import preset
 sys.path.insert(0, "tests")
 from test_train import synthetic_batches

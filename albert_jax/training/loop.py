@@ -16,14 +16,14 @@ import time
 
 import jax
 
-from albert_jax import checkpoints as ckpt
-from albert_jax import metrics as mx
-from albert_jax import optim
+from albert_jax.training import checkpoints as ckpt
+from albert_jax.training import metrics as mx
+from albert_jax.training import optim
 from albert_jax import sharding as shd
-from albert_jax import train_step as ts
+from albert_jax.training import step as ts
 from albert_jax.config import parse_overrides, preset
 
-log = logging.getLogger("albert_jax.train")
+log = logging.getLogger("albert_jax.training.loop")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -70,7 +70,7 @@ def params_from_workdir(workdir: str, step: int | None = None):
 def initial_params(source_workdir: str, mode: str, model_cfg):
     """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
     from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
-    from albert_jax import init_tricks
+    from albert_jax.modeling import init_tricks
 
     step, src_cfg, params = params_from_workdir(source_workdir)
     log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
@@ -238,7 +238,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
 
 
 def _cmd_pretrain(args) -> int:
-    from albert_jax.experiments_loader import apply_override, load_config
+    from albert_jax.experiments.loader import apply_override, load_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)

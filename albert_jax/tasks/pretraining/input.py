@@ -13,10 +13,11 @@ import json
 import os
 from pathlib import Path
 
-from albert_jax import input_pipeline, tokenization
-from albert_jax import pretraining_data as ptd
+from albert_jax.data import input_pipeline
+from albert_jax.data import tokenization
+from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.data import builders, fetch
-from albert_jax.train_step import BATCH_KEYS
+from albert_jax.training.step import BATCH_KEYS
 
 
 def _write_official_format(source, path: Path) -> int:

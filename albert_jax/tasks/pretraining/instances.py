@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 
 # The record format lives in its own module; re-exported here because callers think in "pretraining data".
-from albert_jax.pretraining_records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
+from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
                                             read_records, shard_paths)
-from albert_jax.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines
+from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines
 
 TASKS = ("sop", "nsp", "none")
 
