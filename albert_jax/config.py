@@ -275,34 +275,16 @@ def preset(name: str, **overrides: Any) -> AlbertConfig:
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
-    """Parse 'sharing=attention,embedding_size=768' into typed values using the dataclass field types."""
-    types = {f.name: f.type for f in dataclasses.fields(AlbertConfig)}
+    """'sharing=attention,embedding_size=768' -> typed values, by the one parser (experiments/args.py)."""
+    from albert_jax.experiments import args
+
+    types = args.field_types(AlbertConfig)
     out: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        if "=" not in item:
-            raise ConfigError(f"override {item!r}: expected field=value")
-        key, raw = (s.strip() for s in item.split("=", 1))
+    for key, raw in args.split_arg(text).items():
         if key not in types:
             raise ConfigError(f"override {key!r}: unknown field; known fields are {sorted(types)}")
-        out[key] = _coerce(key, raw, str(types[key]))
+        out[key] = args.parse_value(key, raw, *types[key])
     return out
-
-
-def _coerce(key: str, raw: str, type_name: str) -> Any:
-    try:
-        if raw.lower() in ("none", "null") and "None" in type_name:
-            return None
-        if type_name.startswith("bool"):
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(raw)
-            return raw.lower() in ("true", "1")
-        if type_name == "int":
-            return int(raw)
-        if type_name == "float":
-            return float(raw)
-        return raw
-    except ValueError:
-        raise ConfigError(f"override {key}={raw!r}: expected a value of type {type_name}") from None
 
 
 def load_json(path: str) -> AlbertConfig:

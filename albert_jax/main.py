@@ -16,7 +16,8 @@ _CLI_MODULES = (
     "albert_jax.data.cli",
     "albert_jax.data.tokenization",
     "albert_jax.tasks.pretraining.instances",
-    "albert_jax.training.loop",
+    "albert_jax.cli.pretrain",
+    "albert_jax.cli.finetune",
     "albert_jax.interop.hf",
 )
 

@@ -21,7 +21,9 @@ import numpy as np
 from albert_jax.training import metrics as mx
 from albert_jax.training import optim
 from albert_jax import sharding as shd
+from albert_jax.training import state as st
 from albert_jax.training import step as ts
+from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.config import parse_overrides, preset
 
 
@@ -44,11 +46,11 @@ def peak_memory_mb() -> float:
 
 def bench_ours(cfg, args):
     mesh = shd.make_mesh()
-    boxed = ts.abstract_params(cfg)
+    boxed = st.abstract_params(PretrainingTask(), cfg)
     tx = optim.make_optimizer("lamb", 1e-4, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    _, shardings = ts.state_shardings(cfg, tx, mesh)
-    state = ts.init_state(cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
-    train, _ = ts.jit_steps(cfg, tx, mesh, shardings, "sop")
+    _, shardings = st.state_shardings(tx, mesh, st.abstract_params(PretrainingTask(), cfg))
+    state = st.init_state(PretrainingTask(), cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+    train, _ = ts.jit_steps(PretrainingTask("sop"), cfg, tx, mesh, shardings)
     b = shd.shard_batch(batch_for(cfg, args.batch, args.seq, args.preds), mesh)
     rng = jax.random.PRNGKey(1)
     t0 = time.perf_counter()

@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import ml_collections
 
+from albert_jax.config import preset
+from albert_jax.experiments import args as A
+
 SCALES = ("smoke", "paper")
-
-
-def parse_arg(arg: str) -> dict[str, str]:
-    out = {}
-    for item in filter(None, (s.strip() for s in (arg or "").split(","))):
-        if "=" not in item:
-            raise ValueError(f"experiment argument {item!r}: expected key=value (e.g. scale=smoke)")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+# A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64.
+SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                   intermediate_size=256, max_position_embeddings=128)
+SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-    args = parse_arg(arg)
+    args = A.split_arg(arg)
     scale = args.pop("scale", "smoke")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
@@ -35,21 +32,12 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.arg = arg
     c.scale = scale
 
-    c.model = ml_collections.ConfigDict()
-    c.model.preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
-    overrides = {}
-    if "embed" in args:
-        overrides["embedding_size"] = args.pop("embed")
-    if "sharing" in args:
-        overrides["sharing"] = args.pop("sharing")
-    for key in [k for k in args if k.startswith("model.")]:
-        overrides[key[len("model."):]] = args.pop(key)
-    if scale == "smoke":
-        # A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64.
-        overrides = {"embedding_size": "64", "hidden_size": "128", "num_hidden_layers": "4",
-                     "num_attention_heads": "4", "intermediate_size": "256", "max_position_embeddings": "128",
-                     **overrides}
-    c.model.overrides = ",".join(f"{k}={v}" for k, v in overrides.items())
+    c.model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
+    base = preset(c.model_preset, **(SMOKE_MODEL if scale == "smoke" else {}))
+    # Every model field is a typed config field; vocab_size 0 means "the tokenizer's".
+    c.model = A.model_section(base.replace(vocab_size=1))
+    c.model.vocab_size = 0
+    model_args = {SHORTHANDS.get(k, k): args.pop(k) for k in list(args) if k in SHORTHANDS or k.startswith("model.")}
 
     c.data = ml_collections.ConfigDict()
     c.data.corpus = "albert_pretrain_en"  # or albert_pretrain_en/with_news, text_corpus/<name> (+ corpus_paths)
@@ -58,7 +46,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
     c.data.vocab_size = 30000 if scale == "paper" else 4000
     c.data.lower = True
-    c.data.task = args.pop("task", "sop")
+    c.data.task = args.pop("task", "sop")  # sop | nsp | none
     # Smoke: short sequences (about one sentence per segment) make SOP learnable within minutes on a CPU.
     c.data.max_seq_length = 512 if scale == "paper" else 64
     c.data.max_predictions_per_seq = 20
@@ -92,4 +80,6 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     if args:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: scale, preset, embed, sharing, "
                          "task, model.<field>")
+    for key, raw in model_args.items():  # the same typed parser as --set
+        A.set_field(c, key, raw)
     return c

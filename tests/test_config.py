@@ -94,11 +94,11 @@ def test_overrides_are_typed():
     assert parse_overrides("sharing=attention, embedding_size=768,hidden_dropout_prob=0.1,scan_layers=false") == {
         "sharing": "attention", "embedding_size": 768, "hidden_dropout_prob": 0.1, "scan_layers": False}
     assert parse_overrides("embedding_projection=none") == {"embedding_projection": None}
-    with pytest.raises(ConfigError, match="override embedding_size='big': expected a value of type int"):
+    with pytest.raises(ConfigError, match="embedding_size=.big.: expected a value of type int"):
         parse_overrides("embedding_size=big")
     with pytest.raises(ConfigError, match="override 'colour': unknown field"):
         parse_overrides("colour=red")
-    with pytest.raises(ConfigError, match="expected field=value"):
+    with pytest.raises(ConfigError, match="expected key=value"):
         parse_overrides("sharing")
 
 

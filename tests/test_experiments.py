@@ -1,19 +1,19 @@
 """Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is valid."""
 import pytest
 
-from albert_jax.config import parse_overrides, preset
-from albert_jax.experiments.loader import apply_override, load_config
+from albert_jax.experiments.args import apply_override, model_from_section
+from albert_jax.experiments.loader import load_config
 
 
 def test_variants_select_model_and_task():
     c = load_config("experiments/pretrain.py:scale=smoke,embed=96,sharing=ffn,task=nsp")
     assert c.data.task == "nsp" and c.scale == "smoke"
-    model = preset(c.model.preset, **parse_overrides(c.model.overrides))
+    model = model_from_section(c.model, vocab_size=4000)
     assert (model.embedding_size, model.sharing, model.hidden_size) == (96, "ffn", 128)
     paper = load_config("experiments/pretrain.py:scale=paper")
     assert (paper.train.batch_size, paper.train.learning_rate, paper.train.warmup_steps,
             paper.train.num_train_steps, paper.data.max_seq_length) == (4096, 0.00176, 3125, 125_000, 512)
-    assert preset(paper.model.preset, **parse_overrides(paper.model.overrides)).param_count() == 11_683_584
+    assert model_from_section(paper.model, vocab_size=30000).param_count() == 11_683_584
 
 
 def test_bad_arguments_and_overrides_are_named():

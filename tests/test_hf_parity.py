@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
@@ -21,7 +22,8 @@ from flax import linen as nn
 from flax import traverse_util
 
 from albert_jax.config import AlbertConfig
-from albert_jax.interop.hf import ConversionError, hf_to_params, load_hf_pretrained, params_to_hf, save_hf_pretrained
+from albert_jax.interop.hf import (ConversionError, bert_config, bert_to_params, hf_to_params, load_hf_pretrained,
+                                   params_to_hf, save_hf_pretrained)
 from albert_jax.modeling import AlbertForPreTraining, AlbertModel
 
 TOL = 1e-5
@@ -147,6 +149,43 @@ def test_hf_albert_model_state_dict_without_prefix(batch):
         assert diff <= TOL, (k, diff)
     # heads=False drops the heads of a pretraining checkpoint: the same encoder tree.
     assert_trees_equal(hf_to_params(hf.state_dict(), cfg, heads=False), params)
+
+
+def test_loaded_directory_applies_unjitted_as_returned(tmp_path, batch):
+    """load_hf_pretrained's params go straight into an *unjitted* model.apply, groups and inner blocks included.
+
+    Without jit, nn.scan traces the layer step and indexes the shared tree with a traced group index; numpy
+    leaves there raise TracerArrayConversionError, so the loader must hand back jax arrays. (`run_ours` jits,
+    and jit's argument conversion hides the problem, hence the direct apply here.)
+    """
+    cfg = CONFIGS["groups2_inner2"]
+    hf = random_hf(cfg, seed=9)
+    hf.save_pretrained(tmp_path)  # HF's own writer, as a Hub directory
+    config, params = load_hf_pretrained(tmp_path)
+    assert (config.num_hidden_groups, config.inner_group_num) == (2, 2)
+    leaves = jax.tree.leaves(params)
+    assert all(isinstance(x, jax.Array) and x.dtype == np.float32 for x in leaves)
+    out = AlbertForPreTraining(config).apply({"params": params}, *batch)
+    assert_close({k: np.asarray(out[k]) for k in OUTPUTS}, run_hf(hf, batch), "load_hf_pretrained, unjitted")
+    # The leaves come in the config's param_dtype, whatever the checkpoint stores.
+    _, bf16 = load_hf_pretrained(tmp_path, param_dtype="bfloat16")
+    assert all(isinstance(x, jax.Array) and x.dtype == jnp.bfloat16 for x in jax.tree.leaves(bf16))
+
+
+def test_bert_converter_returns_jax_arrays():
+    """bert_to_params shares _fill with the ALBERT path: jax leaves, and an unjitted apply matches HF BERT."""
+    hf_cfg = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=64, hidden_act="gelu")
+    torch.manual_seed(10)
+    bert = perturb_torch(transformers.BertModel(hf_cfg).eval(), seed=10)
+    cfg = bert_config(hf_cfg.to_dict())
+    params = bert_to_params(bert.state_dict(), cfg)
+    assert all(isinstance(x, jax.Array) and x.dtype == np.float32 for x in jax.tree.leaves(params))
+    ids = np.random.default_rng(1).integers(0, 100, (2, 7))
+    out = AlbertModel(cfg).apply({"params": params}, ids)
+    with torch.no_grad():
+        theirs = bert(torch.tensor(ids)).last_hidden_state.numpy()
+    assert float(np.abs(np.asarray(out["sequence_output"]) - theirs).max()) <= TOL
 
 
 # ------------------------------------------------------------------------------------------------- ours -> HF

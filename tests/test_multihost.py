@@ -20,18 +20,20 @@ from albert_jax import sharding
 multi = sharding.init_distributed()  # from the ALBERT_JAX_* environment; False when single-process
 import jax
 from albert_jax.training import optim
+from albert_jax.training import state as st
 from albert_jax.training import step as ts
+from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.config import preset
 sys.path.insert(0, "tests")
 from test_train import synthetic_batches
 
 cfg = preset("smoke", num_hidden_layers=2, sharing="attention")
 mesh = sharding.make_mesh(data=-1, fsdp=2 if jax.device_count() >= 4 else 1)
-boxed = ts.abstract_params(cfg)
+boxed = st.abstract_params(PretrainingTask(), cfg)
 tx = optim.make_optimizer("lamb", 1e-3, 100, 2, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-_, shardings = ts.state_shardings(cfg, tx, mesh)
-state = ts.init_state(cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
-train, _ = ts.jit_steps(cfg, tx, mesh, shardings, "sop")
+_, shardings = st.state_shardings(tx, mesh, st.abstract_params(PretrainingTask(), cfg))
+state = st.init_state(PretrainingTask(), cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+train, _ = ts.jit_steps(PretrainingTask("sop"), cfg, tx, mesh, shardings)
 n, pid = jax.process_count(), jax.process_index()
 losses = []
 for b in synthetic_batches(3):

@@ -205,14 +205,18 @@ def test_presets_and_errors():
     spec = optim.PAPER_PRETRAINING
     assert (spec.name, spec.learning_rate, spec.num_warmup_steps, spec.num_train_steps) == ("lamb", 0.00176, 3125, 125_000)
     np.testing.assert_allclose(float(spec.schedule()(3125)), 0.00176 * (1 - 3125 / 125_000), rtol=1e-6)
-    assert optim.finetuning_preset("MNLI") == optim.OptimizerSpec("adamw", 3e-5, 10000, 1000)
+    from albert_jax.tasks.protocol import protocol
+    mnli = protocol("MNLI")  # Table 14's row, with the official AdamW
+    assert (mnli.learning_rate, mnli.batch_size, mnli.num_train_steps, mnli.warmup_steps) == (3e-5, 128, 10000, 1000)
+    assert optim.official_finetuning(mnli.learning_rate, mnli.num_train_steps, mnli.warmup_steps) == \
+        optim.OptimizerSpec("adamw", 3e-5, 10000, 1000)
     spec.build()  # builds
     with pytest.raises(ValueError, match="'sgd'.*lamb, adamw"):
         optim.make_optimizer("sgd", 1e-3, 10, 0)
     with pytest.raises(ValueError, match="num_train_steps"):
         optim.make_schedule(1e-3, 0, 0)
-    with pytest.raises(ValueError, match="no Table 14 preset"):
-        optim.finetuning_preset("imdb")
+    with pytest.raises(ValueError, match="no Table 14 row 'imdb'"):
+        protocol("imdb")
 
 
 def test_jit_compatible():
@@ -225,3 +229,95 @@ def test_jit_compatible():
     jitted, _ = jax.jit(tx.update)(grads, state, params)
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-12)
+
+
+# Tiny ALBERT trees for the stacked-axes tests; E != H so the projection kernel is there too.
+TINY_ALBERT = dict(vocab_size=20, embedding_size=6, hidden_size=8, num_attention_heads=2, intermediate_size=12,
+                   num_hidden_layers=4, max_position_embeddings=8)
+
+
+@pytest.mark.parametrize("overrides, stacks", [
+    # config changes -> the leading axes, by hand, that index separate official TF variables under encoder/<part>
+    (dict(inner_group_num=2), {"shared": ("inner",)}),  # no groups axis: 'inner' comes first
+    (dict(num_hidden_groups=2, inner_group_num=2), {"shared": ("groups", "inner")}),
+    (dict(sharing="attention", inner_group_num=2), {"shared": ("inner",), "layers": ("layers", "inner")}),
+    (dict(num_hidden_groups=2), {"shared": ("groups",)}),  # groups only: the behaviour before 'inner' counted
+    (dict(sharing="none"), {"layers": ("layers",)}),
+], ids=["inner2", "groups2_inner2", "attention_inner2", "groups2", "none"])
+def test_model_stacks_get_one_trust_ratio_per_official_variable(overrides, stacks):
+    """One LAMB step on a real model tree: every (group/layer, inner block) slice is scaled by its own ||w||/||u||.
+
+    Officially each `group_g/inner_group_k/...` (and each layer's own variable) is a separate TF variable with its
+    own trust ratio; here they are slices of one array, so the ratio must be computed per slice.
+    """
+    from flax import traverse_util
+
+    from albert_jax.config import AlbertConfig
+    from albert_jax.modeling import AlbertModel
+
+    cfg = AlbertConfig(**TINY_ALBERT, **overrides)
+    sizes = {"groups": cfg.num_hidden_groups, "layers": cfg.num_hidden_layers, "inner": cfg.inner_group_num}
+    boxed = jax.eval_shape(AlbertModel(cfg).init, jax.random.key(0), jnp.zeros((1, 4), jnp.int32))["params"]
+    stacked_fn = optim.stacked_axes_from_boxed(boxed)
+    shapes = {"/".join(k): v.shape for k, v in traverse_util.flatten_dict(nn.meta.unbox(boxed)).items()}
+
+    rng = np.random.default_rng(0)
+    n_stack, params, grads = {}, {}, {}
+    for path, shape in shapes.items():
+        parts = path.split("/")
+        lead = stacks.get(parts[1], ()) if parts[0] == "encoder" else ()
+        assert shape[: len(lead)] == tuple(sizes[a] for a in lead), path
+        assert stacked_fn(path) == len(lead), path
+        n_stack[path] = len(lead)
+        # Slices with clearly different norms (x1, x4, x7, ...): one whole-array ratio cannot serve them all.
+        scale = 1.0 + 3.0 * np.arange(int(np.prod(shape[: len(lead)])))
+        params[path] = rng.normal(size=shape) * scale.reshape(shape[: len(lead)] + (1,) * (len(shape) - len(lead)))
+        grads[path] = 1e-3 * rng.normal(size=shape)
+    assert any(n_stack.values())
+
+    lr = 1e-3  # no warmup: the LR at step 0 is lr * (1 - 0/100) = lr
+    tx = optim.make_optimizer("lamb", lr, 100, 0, stacked_axes_fn=stacked_fn)
+    p32 = traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v, jnp.float32) for k, v in params.items()})
+    g32 = traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v, jnp.float32) for k, v in grads.items()})
+    updates, _ = tx.update(g32, tx.init(p32), p32)
+    got = {"/".join(k): np.asarray(v, np.float64) for k, v in traverse_util.flatten_dict(updates).items()}
+
+    # The hand computation, in float64, one official variable (slice) at a time.
+    gnorm = np.sqrt(sum(np.sum(g ** 2) for g in grads.values()))
+    spread_checked = False
+    for path, w in params.items():
+        g = grads[path] / max(gnorm, 1.0)
+        update = 0.1 * g / (np.sqrt(0.001 * g ** 2) + EPS)
+        decayed = "LayerNorm" not in path and path.rsplit("/", 1)[-1] not in ("bias", "scale")
+        want, ratios = np.empty_like(update), []
+        for idx in np.ndindex(*w.shape[: n_stack[path]]):  # () once for an unstacked leaf: the whole array
+            u = update[idx] + (WD * w[idx] if decayed else 0.0)
+            ratios.append(np.linalg.norm(w[idx]) / np.linalg.norm(u) if decayed else 1.0)
+            want[idx] = -lr * ratios[-1] * u
+        np.testing.assert_allclose(got[path], want, rtol=1e-5, atol=1e-12, err_msg=path)
+        if decayed and n_stack[path]:
+            # The slices' ratios really differ, so a coarser (per-group or whole-array) ratio would fail above.
+            assert max(ratios) / min(ratios) > 2.0, path
+            spread_checked = True
+    assert spread_checked
+
+
+def test_stacked_axes_count_inner_after_groups_or_first():
+    """Only the leading run of stack names counts; 'inner' after a non-stack axis is not a stack axis."""
+    class Boxes(nn.Module):
+        @nn.compact
+        def __call__(self):
+            def param(name, names, shape):
+                return self.param(name, nn.with_logical_partitioning(nn.initializers.zeros, names), shape)
+
+            param("gi", ("groups", "inner", "hidden"), (2, 2, 3))
+            param("li", ("layers", "inner", "hidden"), (4, 2, 3))
+            param("i", ("inner", "hidden"), (2, 3))
+            param("late", ("hidden", "inner"), (3, 2))
+            param("plain", ("vocab", "embed"), (5, 3))
+
+    fn = optim.stacked_axes_from_boxed(jax.eval_shape(Boxes().init, jax.random.key(0))["params"])
+    assert [fn(k) for k in ("gi", "li", "i", "late", "plain", "absent")] == [2, 2, 1, 0, 0, 0]
+    # The old behaviour is still available by naming the axes explicitly.
+    old = optim.stacked_axes_from_boxed(jax.eval_shape(Boxes().init, jax.random.key(0))["params"], ("layers", "groups"))
+    assert [old(k) for k in ("gi", "li", "i")] == [1, 1, 0]

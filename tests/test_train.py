@@ -14,10 +14,12 @@ import pytest
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import optim
 from albert_jax import sharding as shd
+from albert_jax.training import state as st
 from albert_jax.training import step as ts
+from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.config import preset
 from albert_jax.training.metrics import read_jsonl
-from albert_jax.training.loop import params_from_workdir
+from albert_jax.tasks.pretraining.run import params_from_workdir
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
@@ -39,11 +41,11 @@ def synthetic_batches(n, seed=0):
 
 
 def run_steps(mesh, batches, accum=1, cfg=CFG):
-    boxed = ts.abstract_params(cfg)
+    boxed = st.abstract_params(PretrainingTask(), cfg)
     tx = optim.make_optimizer("lamb", 1e-3, 100, 2, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    abstract, shardings = ts.state_shardings(cfg, tx, mesh)
-    state = ts.init_state(cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
-    train, _ = ts.jit_steps(cfg, tx, mesh, shardings, "sop", accum)
+    abstract, shardings = st.state_shardings(tx, mesh, st.abstract_params(PretrainingTask(), cfg))
+    state = st.init_state(PretrainingTask(), cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+    train, _ = ts.jit_steps(PretrainingTask("sop"), cfg, tx, mesh, shardings, accum)
     losses = []
     for b in batches:
         state, m = train(state, shd.shard_batch(b, mesh), jax.random.PRNGKey(1))
@@ -79,7 +81,7 @@ def test_gradient_accumulation_matches_one_big_batch(single_device_run):
 SMOKE = ["--config", "experiments/pretrain.py:scale=smoke",
          "--set", "train.batch_size=8", "--set", "train.num_train_steps=12", "--set", "train.log_every=1",
          "--set", "train.eval_every=6", "--set", "train.eval_batches=2", "--set", "train.checkpoint_every=4",
-         "--set", "data.max_seq_length=64", "--set", "model.overrides='num_hidden_layers=2'"]
+         "--set", "data.max_seq_length=64", "--set", "model.num_hidden_layers=2"]
 DETERMINISTIC = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy", "grad_norm",
                  "param_norm", "learning_rate", "eval/mlm_accuracy", "eval/sop_accuracy", "eval/nsp_accuracy")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -160,7 +162,7 @@ def test_init_from_group0_through_the_trainer(uninterrupted, tmp_path):
     from albert_jax.modeling.init_tricks import init_from_group0
 
     wd = tmp_path / "unshared"
-    pretrain(wd, "--set", "model.overrides='num_hidden_layers=2,sharing=none'", "--set", "train.num_train_steps=1",
+    pretrain(wd, "--set", "model.num_hidden_layers=2", "--set", "model.sharing=none", "--set", "train.num_train_steps=1",
              "--set", f"train.init_from='{uninterrupted}'", "--set", "train.init_mode='group0'",
              "--set", "train.learning_rate=0.0", "--set", "train.warmup_steps=0")
     src_cfg = AlbertConfig.from_dict(json.load(open(uninterrupted / "config.json"))["model"])

@@ -184,11 +184,45 @@ class Tokenizer:
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([int(i) for i in ids])
 
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the model itself: two runs share a vocabulary exactly when these agree."""
+        import hashlib
+        return hashlib.sha256(self.model_proto).hexdigest()
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """`spiece.model` (HF's file name) and its options beside it, so `load_tokenizer(directory)` restores it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "spiece.json").write_text(json.dumps(
+            {"lower": self.lower, "keep_accents": self.keep_accents, "normalize_quotes": self.normalize_quotes}))
+        tmp = directory / "spiece.model.tmp"
+        tmp.write_bytes(self.model_proto)
+        os.replace(tmp, directory / "spiece.model")
+        return directory / "spiece.model"
+
     def id_to_piece(self, i: int) -> str:
         return self.sp.id_to_piece(int(i))
 
     def piece_to_id(self, piece: str) -> int:
         return self.sp.piece_to_id(piece)
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """A SentencePiece `.model` file, or a directory holding `spiece.model` (a run's workdir, an HF ALBERT
+    directory) or a WordPiece `vocab.txt` (an HF BERT directory)."""
+    path = Path(path)
+    if path.is_file():
+        return Tokenizer.load(path)
+    if (path / "spiece.model").is_file():
+        return Tokenizer.load(path / "spiece.model")
+    if (path / "vocab.txt").is_file():
+        from albert_jax.data.wordpiece import WordPieceTokenizer
+        return WordPieceTokenizer.load(path)
+    if not path.exists():
+        raise FileNotFoundError(f"tokenizer {path} does not exist")
+    raise FileNotFoundError(f"{path}: no tokenizer here (expected a .model file, or a directory with spiece.model "
+                            "or vocab.txt)")
 
 
 def check_vocab_matches(tokenizer: Tokenizer, vocab_size: int, *, allow_padding: bool = False) -> None:

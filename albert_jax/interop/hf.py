@@ -203,7 +203,14 @@ def _check_keys(sd: dict[str, np.ndarray], plan: list[_Entry], what: str) -> Non
 
 
 def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, heads: bool) -> dict:
-    """Scatter the checked HF tensors into freshly allocated arrays of the model's own shapes."""
+    """Scatter the checked HF tensors into freshly allocated arrays of the model's own shapes.
+
+    Returns jax arrays (config.param_dtype), not numpy: the scanned encoder indexes the shared parameters with
+    a traced group index (`encoder._take(shared, group)` when num_hidden_groups > 1), and a numpy array cannot
+    be indexed by a tracer, so numpy leaves would make an unjitted `model.apply` fail. Scattering is done in
+    numpy first (in-place slice writes), then each finished array is moved to jax once.
+    """
+    import jax.numpy as jnp
     from flax import traverse_util
 
     targets = _target_shapes(cfg, heads)
@@ -223,7 +230,9 @@ def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head
         slices = int(np.prod(shape[: stack_rank.get(path, 0)]))
         if filled.get(path, 0) != slices:
             raise ConversionError(f"internal: {'/'.join(path)} got {filled.get(path, 0)} of {slices} slices")
-    return traverse_util.unflatten_dict(arrays)
+    # Pop as we go: each numpy copy can be freed as soon as its jax copy exists, not after the whole tree.
+    return traverse_util.unflatten_dict({path: jnp.asarray(arrays.pop(path), dtype=targets[path][1])
+                                         for path in list(arrays)})
 
 
 # ---------------------------------------------------------------------------------------------- ALBERT
@@ -256,7 +265,8 @@ def _untie(head: dict[str, np.ndarray], word_table: np.ndarray | None) -> None:
 
 
 def hf_to_params(state_dict: dict, config: AlbertConfig, heads: bool | None = None) -> dict:
-    """HF AlbertModel / AlbertForPreTraining state dict -> our params (numpy leaves, config.param_dtype).
+    """HF AlbertModel / AlbertForPreTraining state dict -> our params (jax array leaves, config.param_dtype),
+    ready for `model.apply({"params": params}, ...)` as returned.
 
     heads=None picks the tree from the checkpoint: AlbertForPreTraining's ({'albert', 'predictions',
     'seq_relationship'}) when it has MLM/SOP head keys, AlbertModel's otherwise. heads=False drops head keys
@@ -367,6 +377,8 @@ def _read_config_json(directory: Path) -> dict:
 def load_hf_pretrained(directory, **config_overrides) -> tuple[AlbertConfig, dict]:
     """A HuggingFace ALBERT directory (config.json + weights) -> (config with sharing='all', params).
 
+    params are jax arrays in config.param_dtype (see `hf_to_params`), usable by `model.apply` as returned.
+
     hidden_act is kept as written, which reproduces HF's outputs. The Hub's original ALBERT configs say
     "gelu" (exact in HF) although the TF models were trained with the tanh form (transformers#2395); pass
     hidden_act='gelu_new' to get the original function instead.
@@ -399,7 +411,8 @@ def bert_config(hf_config: dict) -> AlbertConfig:
 
 
 def bert_to_params(state_dict: dict, config: AlbertConfig) -> dict:
-    """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped) state dict -> AlbertModel params."""
+    """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped) state dict -> AlbertModel params
+    (jax array leaves, config.param_dtype)."""
     if config.sharing != "none" or config.use_projection or config.embedding_size != config.hidden_size:
         raise ConversionError("a BERT checkpoint needs sharing='none', embedding_size == hidden_size and "
                               f"embedding_projection=False (got sharing={config.sharing!r}, "

@@ -28,7 +28,7 @@ REMAT_POLICIES = {
 
 
 def _take(tree, index):
-    return jax.tree.map(lambda a: a[index], tree)
+    return jax.tree.map(lambda a: jnp.asarray(a)[index], tree)  # numpy leaves cannot take a traced index
 
 
 class LayerStep(nn.Module):

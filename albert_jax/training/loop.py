@@ -1,42 +1,52 @@
-"""Pretraining: `train_and_evaluate(config, workdir)`, one linear function in phases.
+"""The one training loop, for pretraining and every fine-tuning task: `train(run, workdir)`.
 
-setup (distributed, mesh, config.json) -> data -> model + optimizer + sharded state -> restore or init ->
-loop (dispatch step t, then read step t-1's metrics; log; evaluate; checkpoint; stop on SIGTERM/SIGINT or a
-non-finite loss) -> final evaluation and checkpoint.
+setup (mesh, config.json, tokenizer copy) -> sharded state (restore, or init from the caller's parameters, or
+fresh) -> loop (dispatch step t, then read step t-1's metrics; log; evaluate; keep the best dev checkpoint;
+checkpoint; stop on SIGTERM/SIGINT or a non-finite loss) -> final evaluation and checkpoint.
+
+A `Run` carries what differs between callers: the task (model, loss, metrics), its data, the model config, the
+train section of the experiment config, and optionally the initial parameters.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
 import os
 import signal
-import sys
-import time
+from typing import Any, Callable
 
 import jax
+import numpy as np
 
+from albert_jax import sharding as shd
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import metrics as mx
 from albert_jax.training import optim
-from albert_jax import sharding as shd
+from albert_jax.training import state as st
 from albert_jax.training import step as ts
-from albert_jax.config import parse_overrides, preset
 
-log = logging.getLogger("albert_jax.training.loop")
+log = logging.getLogger("albert_jax.train")
 
 
 class NonFiniteLossError(RuntimeError):
     pass
 
 
-def model_config_from(config, vocab_size: int):
-    overrides = parse_overrides(config.model.overrides)
-    overrides.setdefault("vocab_size", vocab_size)
-    return preset(config.model.preset, **overrides)
+@dataclasses.dataclass
+class Run:
+    task: Any  # tasks.base.Task
+    data: Any  # .train_iterator(batch, sharding, seed), .eval_sets {name: fn(batch, sharding)}, .summary, .tokenizer
+    model_cfg: Any  # AlbertConfig
+    config: Any  # the experiment ConfigDict (config.train, config.mesh, config.distributed are read here)
+    seq_len: int
+    init_params: Callable[[], Any] | None = None  # host parameters to start from when the workdir has none
+    select: str | None = None  # keep the checkpoint with the best eval/<select> in workdir/best
+    extra_meta: dict = dataclasses.field(default_factory=dict)
 
 
-def _jsonable(config) -> dict:
+def jsonable(config) -> dict:
     return json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else dict(config)
 
 
@@ -54,111 +64,90 @@ def _truncate_metrics(path: str, last_step: int) -> None:
         os.replace(tmp, path)
 
 
-def params_from_workdir(workdir: str, step: int | None = None):
-    """(step, model config, parameters) of a pretraining run's checkpoint (the latest when step is None)."""
-    from flax import linen as nn
-
-    from albert_jax.config import AlbertConfig
-
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
-        cfg = AlbertConfig.from_dict(json.load(f)["model"])
-    abstract = nn.unbox(ts.abstract_params(cfg))  # ShapeDtypeStructs: nothing allocated before the restore
-    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)
-    return step, cfg, params
+def _concat(chunks: list[dict]) -> dict | None:
+    if not chunks:
+        return None
+    return {k: np.concatenate([np.asarray(c[k]) for c in chunks], axis=0) for k in chunks[0]}
 
 
-def initial_params(source_workdir: str, mode: str, model_cfg):
-    """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
-    from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
-    from albert_jax.modeling import init_tricks
-
-    step, src_cfg, params = params_from_workdir(source_workdir)
-    log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
-    if mode == "copy":
-        if src_cfg.replace(scan_layers=model_cfg.scan_layers, remat_policy=model_cfg.remat_policy,
-                           dtype=model_cfg.dtype) != model_cfg:
-            raise ValueError(f"train.init_mode='copy' needs the same model as {source_workdir}; use 'group0' "
-                             "or 'deeper' to change sharing or depth")
-        return params
-    if mode == "group0":
-        return init_tricks.init_from_group0(params, src_cfg, model_cfg)
-    if mode == "deeper":
-        return init_tricks.warm_start_deeper(params, src_cfg, model_cfg)
-    raise ValueError(f"train.init_mode={mode!r}: allowed copy, group0, deeper")
-
-
-def evaluate(eval_step, params, iterators: dict, num_batches: int) -> dict[str, float]:
-    """Held-out MLM accuracy plus SOP and NSP accuracy, whatever inter-sentence loss the model trained with."""
-    out = {}
-    for task, make_iter in iterators.items():
-        sums = None
-        for _, batch in zip(range(num_batches), make_iter()):
-            m = jax.device_get(eval_step(params, batch))
-            sums = m if sums is None else {k: sums[k] + m[k] for k in m}
-        if sums is None:
-            continue
-        out[f"eval/{task}_accuracy"] = float(sums["sentence_correct"] / sums["sentence_count"])
-        out[f"eval/{task}_loss"] = float(sums["sentence_loss_sum"] / sums["sentence_count"])
-        if task == next(iter(iterators)):  # MLM is measured on the first eval set
-            out["eval/mlm_accuracy"] = float(sums["mlm_correct"] / max(sums["mlm_count"], 1.0))
-            out["eval/mlm_loss"] = float(sums["mlm_loss_sum"] / max(sums["mlm_count"], 1.0))
+def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding, num_batches: int = 0
+             ) -> dict[str, float]:
+    """Every eval set: sums added over batches, per-example predictions collected; the task turns them into
+    metrics. num_batches > 0 caps the batches per set (pretraining); 0 reads each set whole (fine-tuning)."""
+    out: dict[str, float] = {}
+    for name, make_iter in eval_sets.items():
+        sums, preds = None, []
+        for i, batch in enumerate(make_iter(batch_size, sharding)):
+            if num_batches and i >= num_batches:
+                break
+            s, p = jax.device_get(eval_step(params, batch))
+            sums = s if sums is None else {k: sums[k] + s[k] for k in s}
+            if p is not None:
+                preds.append(p)
+        if sums is not None:
+            out.update(task.finalize(sums, _concat(preds), name))
     return out
 
 
-def train_and_evaluate(config, workdir: str) -> dict[str, float]:
-    # ---------------------------------------------------------------- setup
-    from albert_jax import pretrain_input  # data glue: imports tfds/grain only when training
+def _row_from(task, m: dict) -> dict[str, float]:
+    row = {"loss": float(m["loss"]), "grad_norm": float(m["grad_norm"]), "param_norm": float(m["param_norm"])}
+    for name, (s, c) in task.ratios.items():
+        if s in m and c in m:
+            row[name] = float(m[s]) / max(float(m[c]), 1e-12)
+    return row
 
-    d = config.distributed
-    if d.coordinator or d.num_processes or os.environ.get(shd.ENV_COORDINATOR):
-        shd.init_distributed(d.coordinator or None, d.num_processes or None,
-                             None if d.process_id < 0 else d.process_id)
+
+def train(run: Run, workdir: str) -> dict[str, Any]:
+    """Train `run` in `workdir` (resuming what it holds); returns {'eval': last eval, 'best': ..., 'step': ...}."""
+    config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
+    t = config.train
     os.makedirs(workdir, exist_ok=True)
     mesh = shd.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.tensor)
-    t = config.train
-
-    # ---------------------------------------------------------------- data
-    data = pretrain_input.prepare(config)
-    model_cfg = model_config_from(config, data.vocab_size)
-    data.check_vocab(model_cfg.vocab_size)
     if jax.process_index() == 0:
         with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
-            json.dump({"experiment": _jsonable(config), "model": model_cfg.to_dict(),
+            json.dump({"experiment": jsonable(config), "model": model_cfg.to_dict(), "task": task.describe(),
                        "data": data.summary, "jax": jax.__version__, "devices": jax.device_count(),
-                       "device_kind": jax.devices()[0].device_kind}, f, indent=1)
+                       "device_kind": jax.devices()[0].device_kind, **run.extra_meta}, f, indent=1)
+        tokenizer = getattr(data, "tokenizer", None)
+        if tokenizer is not None and hasattr(tokenizer, "save"):
+            tokenizer.save(workdir)  # the run's own copy: fine-tuning and export read it from here
 
     # ---------------------------------------------------------------- model, optimizer, state
-    boxed = ts.abstract_params(model_cfg)
+    boxed = st.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
+                              weight_decay=t.get("weight_decay", 0.01),
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     schedule = optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps)
-    abstract_state, shardings = ts.state_shardings(model_cfg, tx, mesh, boxed)
-    train_step, eval_step = ts.jit_steps(model_cfg, tx, mesh, shardings, config.data.task, t.grad_accum_steps)
+    abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
+    train_step, eval_step = ts.jit_steps(task, model_cfg, tx, mesh, shardings, t.grad_accum_steps)
     checkpointer = ckpt.Checkpointer(os.path.join(workdir, "checkpoints"), keep=t.keep_checkpoints)
-    batches = data.train_iterator(t.batch_size, shd.batch_sharding(mesh), seed=t.seed)
+    best_ckpt = ckpt.Checkpointer(os.path.join(workdir, "best"), keep=1) if run.select else None
+    batch_sh = shd.batch_sharding(mesh)
+    batches = data.train_iterator(t.batch_size, batch_sh, seed=t.seed)
 
     restored = checkpointer.restore_latest(abstract_state)
-    if restored is None and t.init_from:
-        state = ts.state_from_params(initial_params(t.init_from, t.init_mode, model_cfg), tx, mesh, shardings)
+    best = {"value": -math.inf, "step": 0}
+    if restored is None:
         start = 0
-    elif restored is None:
-        state = ts.init_state(model_cfg, tx, mesh, jax.random.PRNGKey(t.seed), shardings)
-        start = 0
+        if run.init_params is not None:
+            state = st.state_from_params(run.init_params(), tx, mesh, shardings)
+        else:
+            state = st.init_state(task, model_cfg, tx, mesh, jax.random.PRNGKey(t.seed), shardings)
     else:
         start, state, data_state, _ = restored
         batches.set_state(data_state)
         log.info("resumed from step %d", start)
+        if best_ckpt is not None and best_ckpt.steps():
+            meta = ckpt.read_meta(best_ckpt.directory, best_ckpt.steps()[-1])
+            best = {"value": meta.get("best_value", -math.inf), "step": meta.get("step", 0)}
     metrics_path = os.path.join(workdir, "metrics.jsonl")
     if jax.process_index() == 0:
         _truncate_metrics(metrics_path, start)
     writer = mx.MetricWriter(workdir)
-    eval_iters = {task: (lambda task=task: data.eval_iterator(task, t.batch_size, shd.batch_sharding(mesh)))
-                  for task in data.eval_tasks}
 
-    def save(step_done: int):
-        meta = {"step": step_done, "config": _jsonable(config), "model": model_cfg.to_dict(),
-                "versions": {"jax": jax.__version__}}
-        checkpointer.save(step_done, state, batches.get_state(), meta)
+    def meta_for(step_done: int, **extra) -> dict:
+        return {"step": step_done, "config": jsonable(config), "model": model_cfg.to_dict(),
+                "task": task.describe(), "versions": {"jax": jax.__version__}, **extra}
 
     # ---------------------------------------------------------------- loop
     stop = {"signal": None}
@@ -167,12 +156,13 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
         stop["signal"] = signum  # checkpoint at the next step boundary, then exit
 
     old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    flops = model_cfg.flops_per_token(config.data.max_seq_length)
+    flops = model_cfg.flops_per_token(run.seq_len, **task.flop_options()) if hasattr(task, "flop_options") \
+        else model_cfg.flops_per_token(run.seq_len)
     peak = mx.peak_flops_per_device(override=t.peak_flops or None)
     meter = mx.ThroughputMeter()
-    bar = mx.progress_bar(t.num_train_steps, initial=start)
+    bar = mx.progress_bar(t.num_train_steps, initial=start, desc=task.name)
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
-    tokens_per_step = t.batch_size * config.data.max_seq_length
+    tokens_per_step = t.batch_size * run.seq_len
     pending = None  # (step number, metrics) of the step dispatched last, read one step later
     last_eval: dict[str, float] = {}
 
@@ -185,7 +175,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
                 f"non-finite loss or gradient at step {done} (loss={float(m['loss'])}, grad_norm="
                 f"{float(m['grad_norm'])}); the last good checkpoint in {checkpointer.directory} is kept")
         if done % t.log_every == 0 or done == t.num_train_steps:
-            row = {k: float(v) for k, v in m.items()}
+            row = _row_from(task, m)
             row["learning_rate"] = float(schedule(done - 1))  # the rate this step's update used
             rates = meter.rates()
             if rates:
@@ -195,7 +185,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
                 if peak:
                     row["mfu"] = mx.mfu(flops, rates["tokens_per_second"], jax.device_count(), peak)
             writer.write(done, row)
-            bar.set_postfix(loss=f"{row['loss']:.3f}", mlm=f"{row['mlm_accuracy']:.3f}")
+            shown = {"loss": f"{row['loss']:.3f}"}
+            if task.headline in row:
+                shown[task.headline] = f"{row[task.headline]:.3f}"
+            bar.set_postfix(**shown)
 
     # Fault injection for the resume test: SIGKILL this process once step N has run (no clean-up at all).
     kill_at = int(os.environ.get("ALBERT_JAX_FAULT_SIGKILL_AT_STEP", "0"))
@@ -219,10 +212,20 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
             process(*pending)
             pending = None
             if do_eval:
-                last_eval = evaluate(eval_step, state.params, eval_iters, t.eval_batches)
-                writer.write(done, last_eval)
+                last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
+                                     t.eval_batches)
+                writer.write(done, {f"eval/{k}": v for k, v in last_eval.items()})
+                if best_ckpt is not None:
+                    value = last_eval.get(run.select)
+                    if value is None:
+                        raise ValueError(f"train.select={run.select!r} is not among the eval metrics "
+                                         f"{sorted(last_eval)}")
+                    if value > best["value"]:
+                        best = {"value": value, "step": done}
+                        best_ckpt.save(done, state, batches.get_state(),
+                                       meta_for(done, best_metric=run.select, best_value=value, eval=last_eval))
             if do_save:
-                save(done)
+                checkpointer.save(done, state, batches.get_state(), meta_for(done))
                 writer.flush()
             meter.pause()
             if stop["signal"]:
@@ -234,27 +237,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, float]:
         bar.close()
         writer.close()
         checkpointer.close()
-    return last_eval
-
-
-def _cmd_pretrain(args) -> int:
-    from albert_jax.experiments.loader import apply_override, load_config
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
-    config = load_config(args.config)
-    for item in args.set or []:
-        apply_override(config, item)
-    started = time.time()
-    result = train_and_evaluate(config, args.workdir)
-    print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("pretrain", help="pretrain ALBERT (MLM + SOP/NSP/none) from an experiment config")
-    p.add_argument("--config", required=True, help="experiments/<file>.py[:<args>], e.g. experiments/pretrain.py:scale=smoke")
-    p.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events, config.json")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field, e.g. train.num_train_steps=50")
-    p.add_argument("--log-level", default="INFO")
-    p.set_defaults(func=_cmd_pretrain)
+        if best_ckpt is not None:
+            best_ckpt.close()
+    result = {"eval": last_eval, "step": int(jax.device_get(state.step)), "stopped": stop["signal"] is not None}
+    if best_ckpt is not None:
+        result["best"] = best
+    result["_eval_fn"] = lambda params, sets: evaluate(eval_step, params, task, sets, t.batch_size, batch_sh, 0)
+    result["_abstract_state"] = abstract_state
+    return result

@@ -9,7 +9,9 @@ textbook versions that optax ships, so the pieces that differ are written here a
 - Decoupled weight decay ADDED to the Adam update before the learning rate (update += wd * w), skipped for
   LayerNorm parameters and biases.
 - LAMB trust ratio ||w|| / ||update|| over the whole variable (1.0 when either norm is 0), skipped for the same
-  excluded parameters, applied to the update that already includes weight decay.
+  excluded parameters, applied to the update that already includes weight decay. "Variable" means the official
+  TF variable: our stacked arrays (leading 'groups' / 'layers' / 'inner' axes) hold several of them, so norms
+  are taken per slice of those axes (see `stacked_axes_from_boxed`).
 - Gradients clipped to global norm 1.0 first, over the trained variables only.
 - The learning-rate schedule: see `make_schedule`.
 
@@ -156,10 +158,11 @@ def scale_by_layer_trust_ratio(
 ) -> optax.GradientTransformation:
     """LAMB: update *= ||w|| / ||update|| per variable (1.0 when either norm is 0; skipped where the mask says no).
 
-    The official norms are over a whole TF variable. A scanned stack of unshared layers is one array here, so
-    `stacked_axes_fn(path)` may say how many leading axes index separate layers (e.g. 1 for a `layers` axis, 2 for
-    `groups, layers`); norms are then taken per layer slice, which is what the official per-layer variables get.
-    optax.scale_by_trust_ratio has neither the path mask nor per-slice norms.
+    The official norms are over a whole TF variable. A scanned stack of layers, groups or inner blocks is one
+    array here, so `stacked_axes_fn(path)` may say how many leading axes index separate TF variables (e.g. 1 for
+    a `layers` or `groups` or `inner` axis, 2 for `groups, inner` or `layers, inner`); norms are then taken per
+    slice of those axes, which is what the official per-variable norms amount to. optax.scale_by_trust_ratio has
+    neither the path mask nor per-slice norms.
     """
 
     def ratio_for(path, u, p):
@@ -240,8 +243,19 @@ def make_optimizer(
     return optax.multi_transform({"trained": tx, "frozen": optax.set_to_zero()}, labels)
 
 
-def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = ("layers", "groups")) -> Callable[[str], int]:
+# Logical axis names whose every index is a separate official TF variable: 'groups' (`group_g`, shared parts
+# with num_hidden_groups > 1), 'layers' (parts kept per layer: each layer has its own variables) and 'inner'
+# (`inner_group_k`, inner_group_num > 1). The encoder puts 'inner' right after 'groups'/'layers', or
+# first when a shared part has no groups axis (num_hidden_groups == 1); counting the leading run of these names
+# covers all those layouts.
+STACK_AXIS_NAMES = ("layers", "groups", "inner")
+
+
+def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = STACK_AXIS_NAMES) -> Callable[[str], int]:
     """A `stacked_axes_fn` read from flax partitioning metadata: the count of leading axes named in `stack_names`.
+
+    E.g. ('groups', 'inner', 'hidden', ...) -> 2, ('inner', 'hidden', ...) -> 1, ('vocab', 'embed') -> 0, so LAMB
+    takes one trust ratio per (group, inner block), as the official per-`group_g/inner_group_k` variables get.
 
     Pass the boxed tree (e.g. `jax.eval_shape(model.init, ...)`) with the same nesting as the unboxed params the
     optimizer sees: the path to a box is the path its unboxed value will have.
@@ -292,24 +306,6 @@ class OptimizerSpec:
 # The paper's pretraining (albert.md §2.4: run_pretraining.py defaults; batch 4096, seq 512).
 PAPER_PRETRAINING = OptimizerSpec("lamb", learning_rate=0.00176, num_train_steps=125_000, num_warmup_steps=3125)
 
-# Paper Table 14 (albert.md §1.15): task -> (learning rate, training steps, warmup steps); official run_glue.sh /
-# SQuAD / RACE scripts fine-tune with --optimizer=adamw and these numbers. Batch size and dropout live in the task config.
-FINETUNE_TABLE14 = {
-    "cola": (1e-5, 5336, 320), "sts-b": (2e-5, 3598, 214), "sst-2": (1e-5, 20935, 1256),
-    "mnli": (3e-5, 10000, 1000), "qnli": (1e-5, 33112, 1986), "qqp": (5e-5, 14000, 1000),
-    "rte": (3e-5, 800, 200), "mrpc": (2e-5, 800, 200), "wnli": (2e-5, 2000, 250),
-    "squad-v1.1": (5e-5, 3649, 365), "squad-v2.0": (3e-5, 8144, 814), "race": (2e-5, 12000, 1000),
-}
-
-
 def official_finetuning(learning_rate: float, num_train_steps: int, num_warmup_steps: int) -> OptimizerSpec:
     """The official fine-tuning optimizer: AdamW (same decay, clipping, no bias correction, linear decay)."""
     return OptimizerSpec("adamw", learning_rate, num_train_steps, num_warmup_steps)
-
-
-def finetuning_preset(task: str) -> OptimizerSpec:
-    """Table 14's optimizer numbers for `task` (a key of FINETUNE_TABLE14)."""
-    key = task.lower()
-    if key not in FINETUNE_TABLE14:
-        raise ValueError(f"no Table 14 preset for task {task!r}; allowed: {', '.join(FINETUNE_TABLE14)}")
-    return official_finetuning(*FINETUNE_TABLE14[key])

@@ -17,7 +17,7 @@ from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.data import builders, fetch
-from albert_jax.training.step import BATCH_KEYS
+from albert_jax.tasks.pretraining.task import BATCH_KEYS
 
 
 def _write_official_format(source, path: Path) -> int:
@@ -65,6 +65,11 @@ class PretrainData:
     @property
     def eval_tasks(self) -> list[str]:
         return list(self.eval_shards)
+
+    @property
+    def eval_sets(self) -> dict:
+        """{'sop': fn(batch_size, sharding) -> batches, 'nsp': ...}: every model is measured on both."""
+        return {task: (lambda b, sh, task=task: self.eval_iterator(task, b, sh)) for task in self.eval_shards}
 
     def check_vocab(self, model_vocab_size: int) -> None:
         tokenization.check_vocab_matches(self.tokenizer, model_vocab_size)

@@ -1,0 +1,1 @@
+"""One small module per command; albert_jax/main.py lists them."""

@@ -1,0 +1,24 @@
+"""`albert-jax pretrain`: MLM + SOP/NSP/none from an experiment config."""
+from __future__ import annotations
+
+import json
+import time
+
+from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logging
+
+
+def _run(args) -> int:
+    from albert_jax.tasks.pretraining.run import pretrain
+
+    setup_logging(args.log_level)
+    config = load_experiment(args.config, args.set)
+    started = time.time()
+    result = pretrain(config, args.workdir)
+    print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("pretrain", help="pretrain ALBERT (MLM + SOP/NSP/none) from an experiment config")
+    add_run_arguments(p, "experiments/pretrain.py:scale=smoke")
+    p.set_defaults(func=_run)

@@ -1,0 +1,81 @@
+"""The Task interface: everything that differs between pretraining and each downstream task.
+
+The training core (albert_jax/training) knows a task only through these methods:
+
+- `model(model_cfg)` -> a flax module; `example_batch()` -> one row of every model input (for init shapes);
+  `apply(model, params, batch, rngs, deterministic)` -> the model's outputs for a batch.
+- `sums(outputs, batch)` -> per-batch SUMS (loss numerators, correct counts); `counts(batch)` -> their
+  DENOMINATORS, computed from the batch alone. The loss is `sum_t sums[t] / (total counts[c_t] + eps_t)` over
+  `loss_terms`, where the total is over the whole global batch: the step computes the counts first, so gradient
+  accumulation and multi-host reduction give exactly the full-batch gradient whatever each micro-batch holds.
+- `ratios`: which sum/count pairs are logged as means (mlm_accuracy = mlm_correct / mlm_count).
+- Evaluation: `eval_outputs(outputs, batch)` -> (sums, per-example predictions or None); `finalize(sums,
+  predictions, split)` -> metrics. Predictions let non-additive metrics (Matthews, Spearman, SQuAD EM/F1) be
+  computed over the whole split.
+- `headline`: the metric the best dev checkpoint is chosen by (higher is better).
+
+Padding rows in evaluation batches carry `example_weight` 0: tasks multiply their sums by it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class LossTerm:
+    sum: str  # a key of sums()
+    count: str  # a key of counts()
+    eps: float = 0.0  # added to the denominator (the official MLM loss adds 1e-5)
+
+
+class Task:
+    name: str = "task"
+    loss_terms: tuple[LossTerm, ...] = ()
+    ratios: Mapping[str, tuple[str, str]] = {}
+    headline: str = "accuracy"
+
+    # ---------------------------------------------------------------------------------------------- model
+    def model(self, model_cfg):
+        raise NotImplementedError
+
+    def example_batch(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def init_inputs(self, batch: dict) -> dict:
+        """The keyword inputs `model.init` needs (defaults to what `apply` passes)."""
+        return self.model_inputs(batch)
+
+    def model_inputs(self, batch: dict) -> dict:
+        raise NotImplementedError
+
+    def apply(self, model, params, batch: dict, rngs, deterministic: bool):
+        return model.apply({"params": params}, **self.model_inputs(batch), deterministic=deterministic, rngs=rngs)
+
+    # ---------------------------------------------------------------------------------------------- loss
+    def sums(self, outputs, batch: dict) -> dict[str, jnp.ndarray]:
+        raise NotImplementedError
+
+    def counts(self, batch: dict) -> dict[str, jnp.ndarray]:
+        raise NotImplementedError
+
+    def loss(self, sums: dict, totals: dict) -> jnp.ndarray:
+        return sum(sums[t.sum] / (totals[t.count] + t.eps) for t in self.loss_terms)
+
+    # ---------------------------------------------------------------------------------------------- eval
+    def eval_outputs(self, outputs, batch: dict) -> tuple[dict, dict | None]:
+        """(sums over the batch's real rows, per-example predictions or None)."""
+        return {**self.sums(outputs, batch), **self.counts(batch)}, None
+
+    def finalize(self, sums: dict, predictions: dict | None, split: str) -> dict[str, float]:
+        return {name: float(sums[s] / max(float(sums[c]), 1e-12)) for name, (s, c) in self.ratios.items()}
+
+    def describe(self) -> dict:
+        """What a run records about its task (config.json)."""
+        return {"name": self.name}
+
+
+def weighted_sum(x, weight):
+    return jnp.sum(x.astype(jnp.float32) * weight.astype(jnp.float32))

@@ -1,0 +1,151 @@
+"""Turning labeled examples into model inputs, and feeding them to the training core.
+
+Encoding follows the official run_classifier.py: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, segment ids 0/1,
+pairs truncated longest-first (BERT's `_truncate_seq_pair`); every truncation is counted and reported.
+
+`Features` holds one split as numpy arrays in memory (the downstream sets here are at most tens of thousands
+of rows). Training batches come from grain over those rows (shuffled, repeated, with checkpointable iterator
+state, as pretraining); evaluation batches walk a split in order, the last one padded, with `example_weight`
+0 on padding rows and `example_index` naming each row's example, so every example counts exactly once.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Callable, Iterator, Sequence
+
+import jax
+import numpy as np
+
+from albert_jax.data import input_pipeline
+
+
+class TaskDataError(ValueError):
+    """A downstream dataset that cannot be used as asked; the message names the task and split."""
+
+
+def truncate_pair(a: list[int], b: list[int], max_tokens: int) -> bool:
+    """Pop from the longer list until both fit (BERT's rule); True if anything was removed."""
+    cut = False
+    while len(a) + len(b) > max_tokens:
+        (a if len(a) > len(b) else b).pop()
+        cut = True
+    return cut
+
+
+def encode_text(tokenizer, a: str, b: str | None, max_len: int, stats: collections.Counter) -> dict[str, np.ndarray]:
+    """One example's input_ids / input_mask / segment_ids, padded to max_len."""
+    ta = tokenizer.encode(a)
+    tb = tokenizer.encode(b) if b is not None else None
+    if tb is None:
+        if len(ta) > max_len - 2:
+            ta, stats["truncated"] = ta[:max_len - 2], stats["truncated"] + 1
+        ids, seg = [tokenizer.cls_id, *ta, tokenizer.sep_id], [0] * (len(ta) + 2)
+    else:
+        if truncate_pair(ta, tb, max_len - 3):
+            stats["truncated"] += 1
+        ids = [tokenizer.cls_id, *ta, tokenizer.sep_id, *tb, tokenizer.sep_id]
+        seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
+    return pad_row(ids, seg, max_len, tokenizer.pad_id)
+
+
+def pad_row(ids: Sequence[int], seg: Sequence[int], max_len: int, pad_id: int) -> dict[str, np.ndarray]:
+    n = len(ids)
+    out_ids = np.full(max_len, pad_id, np.int32)
+    out_ids[:n] = ids
+    mask = np.zeros(max_len, np.int32)
+    mask[:n] = 1
+    segs = np.zeros(max_len, np.int32)
+    segs[:n] = seg
+    return {"input_ids": out_ids, "input_mask": mask, "segment_ids": segs}
+
+
+def text_of(record: dict, key: str) -> str:
+    v = record[key]
+    return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+
+
+@dataclasses.dataclass
+class Features:
+    """One split: `arrays` [N, ...] (model inputs and targets); `meta` keeps whatever decoding needs."""
+    split: str
+    arrays: dict[str, np.ndarray]
+    meta: list[Any] = dataclasses.field(default_factory=list)
+    stats: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.arrays.values())))
+
+    @classmethod
+    def stack(cls, split: str, rows: list[dict], meta=None, stats=None) -> "Features":
+        if not rows:
+            raise TaskDataError(f"split {split!r} is empty")
+        arrays = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+        return cls(split, arrays, meta or [], dict(stats or {}))
+
+
+class _Rows:
+    """A random-access source of row dicts over `Features.arrays` (what grain reads)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self.arrays = arrays
+        self._n = len(next(iter(arrays.values())))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        return {k: v[i] for k, v in self.arrays.items()}
+
+
+def _identity(row):
+    return row
+
+
+def eval_batches(features: Features, batch_size: int, sharding) -> Iterator[dict]:
+    """The split in order, in global batches; the last one padded with weight-0 rows."""
+    n = len(features)
+    pc, pi = jax.process_count(), jax.process_index()
+    local = batch_size // pc
+    for start in range(0, n, batch_size):
+        idx = np.arange(start, start + batch_size)
+        real = idx < n
+        take = np.where(real, idx, 0)
+        batch = {k: v[take] for k, v in features.arrays.items()}
+        batch["example_weight"] = real.astype(np.float32)
+        batch["example_index"] = np.where(real, idx, -1).astype(np.int32)
+        if sharding is None:
+            yield batch
+            continue
+        yield {k: jax.make_array_from_process_local_data(sharding, v[pi * local:(pi + 1) * local],
+                                                         (batch_size,) + v.shape[1:]) for k, v in batch.items()}
+
+
+@dataclasses.dataclass
+class TaskData:
+    """What the training loop reads: train batches, dev sets for evaluation during training, test sets scored
+    once from the best checkpoint, the tokenizer and a summary for config.json."""
+    tokenizer: Any
+    train: Features
+    dev: dict[str, Features]
+    test: dict[str, Features]
+    summary: dict
+
+    def train_iterator(self, batch_size: int, sharding, seed: int):
+        if len(self.train) < batch_size:
+            raise TaskDataError(f"the train split has {len(self.train)} examples, fewer than one batch of "
+                                f"{batch_size}; lower train.batch_size")
+        return input_pipeline.make_batch_iterator(_Rows(self.train.arrays), _identity, batch_size, seed=seed,
+                                                  shuffle=True, num_epochs=None, sharding=sharding)
+
+    @staticmethod
+    def _sets(splits: dict[str, Features]) -> dict[str, Callable]:
+        return {name: (lambda b, sh, f=f: eval_batches(f, b, sh)) for name, f in splits.items()}
+
+    @property
+    def eval_sets(self) -> dict[str, Callable]:
+        return self._sets(self.dev)
+
+    @property
+    def test_sets(self) -> dict[str, Callable]:
+        return self._sets(self.test)

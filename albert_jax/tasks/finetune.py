@@ -1,0 +1,242 @@
+"""Fine-tuning: any init source -> one task -> the one training loop, for several seeds; median reported.
+
+`finetune(config, workdir)` is what `albert-jax finetune` calls. For each seed it trains in
+`workdir/seed-<s>` (resumable like pretraining), keeps the best dev checkpoint (`best/`, chosen by the task's
+headline metric), scores the test split ONCE from it, and writes `seed-<s>/results.json`; then
+`workdir/results.json` holds every seed's numbers with the median, min and max, as the paper reports medians.
+A seed whose results.json exists is not run again.
+
+Init sources (`init=`): a pretraining or fine-tuning workdir of ours (any sharing mode, E, depth), a HuggingFace
+ALBERT directory, a HuggingFace BERT directory (sharing='none'), `minilm` (the real all-MiniLM-L6-v2 BERT
+fetched from the registry), or `random` (the baseline: the model section's architecture, fresh weights).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+import os
+import statistics
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+from flax import linen as nn
+
+from albert_jax.config import AlbertConfig
+from albert_jax.data import tokenization
+from albert_jax.experiments import args
+from albert_jax.tasks.registry import make_task
+from albert_jax.training import checkpoints as ckpt
+from albert_jax.training import loop
+from albert_jax.training import state as st
+
+log = logging.getLogger("albert_jax.finetune")
+# Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
+KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
+         "scan_layers", "remat_policy")
+
+
+class InitError(ValueError):
+    """An init source that cannot serve this task; the message names the path and what is wrong."""
+
+
+@dataclasses.dataclass
+class InitSource:
+    kind: str  # workdir | hf_albert | hf_bert | random
+    path: str
+    model_cfg: AlbertConfig | None
+    tokenizer: Any = None
+    encoder: Callable[[], dict] | None = None  # host parameters of the AlbertModel subtree
+    head: Callable[[], dict] | None = None  # a fine-tuned run's other top-level subtrees (its head)
+    task: dict | None = None  # a fine-tuned run's task description
+
+
+def _load_tokenizer(path) -> Any:
+    try:
+        return tokenization.load_tokenizer(path)
+    except FileNotFoundError:
+        return None
+
+
+def _workdir_source(path: Path, step: int | None) -> InitSource:
+    from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
+
+    run_cfg = read_run_config(str(path))
+    cfg = AlbertConfig.from_dict(run_cfg["model"])
+    task_info = run_cfg.get("task", {"name": "pretrain"})
+    tokenizer = _load_tokenizer(path)
+    if str(task_info.get("name", "")).startswith("pretrain"):
+        def encoder():
+            return params_from_workdir(str(path), step)[2]["albert"]
+        return InitSource("workdir", str(path), cfg, tokenizer, encoder)
+    task = make_task(task_info["name"])
+    abstract = nn.unbox(st.abstract_params(task, cfg))
+    where = path / "best" if (path / "best").is_dir() and step is None else path / "checkpoints"
+    cache: dict = {}
+
+    def params():
+        if not cache:
+            cache["p"] = ckpt.restore_params_only(str(where), abstract, step)[1]
+        return cache["p"]
+    return InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
+                      lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
+
+
+def resolve_init(spec: str, step: int | None = None) -> InitSource:
+    """What `init=` names, with its model config, tokenizer and (lazily) its parameters."""
+    if spec == "random":
+        return InitSource("random", spec, None)
+    if spec == "minilm":
+        from albert_jax.data.weights import fetch_minilm
+        path = fetch_minilm() / "model"
+        if not path.is_dir():
+            path = fetch_minilm()
+    else:
+        path = Path(spec)
+    if not path.exists():
+        raise InitError(f"init={spec!r}: no such directory; expected a pretraining or fine-tuning workdir, a "
+                        "HuggingFace ALBERT/BERT directory, 'minilm' or 'random'")
+    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()):
+        return _workdir_source(path, step)
+    if sorted(path.glob("seed-*")):
+        raise InitError(f"init={spec!r} holds several fine-tuning seeds; point at one of them, e.g. "
+                        f"{sorted(path.glob('seed-*'))[0]}")
+    if (path / "config.json").is_file():
+        from albert_jax.interop import hf
+        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        if model_type == "albert":
+            cfg, params = hf.load_hf_pretrained(path)
+            enc = params.get("albert", params)
+            return InitSource("hf_albert", str(path), cfg, _load_tokenizer(path), lambda: enc)
+        if model_type == "bert":
+            cfg, params = hf.load_bert_safetensors(path)
+            return InitSource("hf_bert", str(path), cfg, _load_tokenizer(path), lambda: params)
+        raise InitError(f"init={spec!r}: config.json has model_type={model_type!r}; expected albert or bert")
+    raise InitError(f"init={spec!r} is neither a workdir of ours (config.json + checkpoints/) nor a HuggingFace "
+                    "directory (config.json + weights)")
+
+
+def _merge(fresh: dict, loaded: dict, where: str) -> dict:
+    """`loaded` into `fresh`, leaf by leaf; a missing or misshapen leaf is named."""
+    out = {}
+    for k, v in fresh.items():
+        path = f"{where}/{k}"
+        if k not in loaded:
+            if k == "pooler":  # e.g. a token-tagging run as the source: the pooler starts fresh
+                log.warning("%s is not in the init source; it starts from random weights", path)
+                out[k] = v
+                continue
+            raise InitError(f"the init source has no {path}; it was not trained with this architecture")
+        if isinstance(v, dict):
+            out[k] = _merge(v, loaded[k], path)
+        else:
+            if tuple(v.shape) != tuple(loaded[k].shape):
+                raise InitError(f"{path}: the init source has shape {tuple(loaded[k].shape)}, the model needs "
+                                f"{tuple(v.shape)}")
+            out[k] = jax.numpy.asarray(loaded[k], v.dtype)
+    return out
+
+
+def model_config(config, src: InitSource, tokenizer) -> AlbertConfig:
+    """The fine-tuning model: the source's architecture with this run's knobs (dropout, dtype, scan, remat)."""
+    if src.kind == "random":
+        cfg = args.model_from_section(config.model, vocab_size=config.model.vocab_size or tokenizer.vocab_size)
+    else:
+        cfg = src.model_cfg.replace(**{k: config.model[k] for k in KNOBS})
+    if config.data.max_seq_length > cfg.max_position_embeddings:
+        raise InitError(f"data.max_seq_length={config.data.max_seq_length} exceeds the model's "
+                        f"max_position_embeddings={cfg.max_position_embeddings}")
+    return cfg
+
+
+def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool) -> dict:
+    fresh = st.fresh_params(task, model_cfg, jax.random.PRNGKey(seed))
+    if src.kind == "random":
+        return fresh
+    out = dict(fresh)
+    out["albert"] = _merge(fresh["albert"], src.encoder(), "albert")
+    if src.head is not None and not reset_head:
+        theirs = src.task or {}
+        if theirs.get("kind") == task.describe().get("kind") and theirs.get("num_labels") != getattr(
+                task, "num_labels", None):
+            raise InitError(f"{src.path} was fine-tuned on {theirs.get('name')} with {theirs.get('num_labels')} "
+                            f"labels; task {task.name} has {getattr(task, 'num_labels', None)}: the head does not "
+                            "fit (set reset_head=true to start a new head)")
+        if theirs.get("name") == task.name:
+            out.update({k: _merge(fresh[k], v, k) for k, v in src.head().items() if k in fresh})
+    return out
+
+
+def _tokenizer_for(config, src: InitSource):
+    if config.data.tokenizer:
+        tok = tokenization.load_tokenizer(config.data.tokenizer)
+        if src.tokenizer is not None and src.tokenizer.fingerprint != tok.fingerprint:
+            raise InitError(f"data.tokenizer={config.data.tokenizer} is not the tokenizer {src.path} was trained "
+                            "with (their vocabularies differ); leave data.tokenizer empty to use the source's")
+        return tok
+    if src.tokenizer is None:
+        where = "init=random" if src.kind == "random" else f"init={src.path} has no tokenizer and"
+        raise InitError(f"{where} needs data.tokenizer (a SentencePiece .model, or a workdir or HF directory "
+                        "holding one)")
+    return src.tokenizer
+
+
+def _summarise(per_seed: list[dict]) -> dict:
+    out: dict[str, dict] = {}
+    for part in ("dev", "test"):
+        keys = sorted({k for r in per_seed for k in r.get(part, {})})
+        for k in keys:
+            vals = [r[part][k] for r in per_seed if k in r.get(part, {})]
+            out.setdefault(part, {})[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals),
+                                           "values": vals}
+    return out
+
+
+def finetune(config, workdir: str) -> dict:
+    from albert_jax.tasks.pretraining.run import init_distributed
+
+    init_distributed(config)
+    task = make_task(config.task)
+    src = resolve_init(config.init, config.init_step or None)
+    tokenizer = _tokenizer_for(config, src)
+    model_cfg = model_config(config, src, tokenizer)
+    tokenization.check_vocab_matches(tokenizer, model_cfg.vocab_size)
+    data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
+    base_seed = config.train.seed
+    per_seed = []
+    for i in range(config.num_seeds):
+        seed = base_seed + i
+        wd = os.path.join(workdir, f"seed-{seed}")
+        done = Path(wd) / "results.json"
+        if done.is_file():
+            per_seed.append(json.loads(done.read_text()))
+            log.info("seed %d: already finished (%s)", seed, done)
+            continue
+        cfg = copy.deepcopy(config)
+        cfg.train.seed = seed
+        run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=cfg, seq_len=config.data.max_seq_length,
+                       init_params=lambda s=seed: initial_params(task, model_cfg, src, s, config.reset_head),
+                       select=task.headline, extra_meta={"init": {"kind": src.kind, "path": src.path}})
+        result = loop.train(run, wd)
+        if result["stopped"]:
+            log.warning("seed %d stopped by a signal at step %d; rerun to continue", seed, result["step"])
+            return {"stopped": True, "seed": seed}
+        best_dir = ckpt.Checkpointer(os.path.join(wd, "best"), keep=1)
+        best_step, best_state, _, best_meta = best_dir.restore_latest(result["_abstract_state"])
+        best_dir.close()
+        test = result["_eval_fn"](best_state.params, data.test_sets) if data.test else {}
+        record = {"seed": seed, "best_step": best_step, "select": task.headline,
+                  "dev": best_meta.get("eval", {}), "test": test, "final_dev": result["eval"]}
+        if jax.process_index() == 0:
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(json.dumps(record, indent=1))
+            os.replace(tmp, done)
+        per_seed.append(record)
+    summary = {"task": task.name, "init": {"kind": src.kind, "path": src.path}, "seeds": per_seed,
+               "summary": _summarise(per_seed), "data": data.summary}
+    if jax.process_index() == 0:
+        with open(os.path.join(workdir, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+    return summary

@@ -1,0 +1,87 @@
+"""Pretraining a run: data -> model config -> (init from another run) -> the one training loop.
+
+`pretrain(config, workdir)` is what `albert-jax pretrain` calls. `params_from_workdir` and
+`encoder_from_workdir` read a run's checkpointed parameters for warm starts, fine-tuning and export.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from flax import linen as nn
+
+from albert_jax import sharding as shd
+from albert_jax.config import AlbertConfig
+from albert_jax.experiments import args
+from albert_jax.training import checkpoints as ckpt
+from albert_jax.training import loop
+from albert_jax.training import state as st
+from albert_jax.tasks.pretraining.task import PretrainingTask
+
+log = logging.getLogger("albert_jax.pretrain")
+
+
+def read_run_config(workdir: str) -> dict:
+    path = os.path.join(workdir, "config.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{workdir} is not a run's workdir (no config.json)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def params_from_workdir(workdir: str, step: int | None = None):
+    """(step, model config, parameters) of a pretraining run's checkpoint (the latest when step is None)."""
+    cfg = AlbertConfig.from_dict(read_run_config(workdir)["model"])
+    abstract = nn.unbox(st.abstract_params(PretrainingTask(), cfg))  # nothing allocated before the restore
+    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)
+    return step, cfg, params
+
+
+def model_config_from(config, vocab_size: int) -> AlbertConfig:
+    """The model section as an AlbertConfig; vocab_size 0 means "the tokenizer's"."""
+    return args.model_from_section(config.model, vocab_size=config.model.vocab_size or vocab_size)
+
+
+def initial_params(source_workdir: str, mode: str, model_cfg):
+    """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
+    from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
+    from albert_jax.modeling import init_tricks
+
+    step, src_cfg, params = params_from_workdir(source_workdir)
+    log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
+    if mode == "copy":
+        if src_cfg.replace(scan_layers=model_cfg.scan_layers, remat_policy=model_cfg.remat_policy,
+                           dtype=model_cfg.dtype) != model_cfg:
+            raise ValueError(f"train.init_mode='copy' needs the same model as {source_workdir}; use 'group0' "
+                             "or 'deeper' to change sharing or depth")
+        return params
+    if mode == "group0":
+        return init_tricks.init_from_group0(params, src_cfg, model_cfg)
+    if mode == "deeper":
+        return init_tricks.warm_start_deeper(params, src_cfg, model_cfg)
+    raise ValueError(f"train.init_mode={mode!r}: allowed copy, group0, deeper")
+
+
+def init_distributed(config) -> None:
+    d = config.distributed
+    if d.coordinator or d.num_processes or os.environ.get(shd.ENV_COORDINATOR):
+        shd.init_distributed(d.coordinator or None, d.num_processes or None,
+                             None if d.process_id < 0 else d.process_id)
+
+
+def pretrain(config, workdir: str) -> dict[str, float]:
+    from albert_jax.tasks.pretraining import input as pretrain_input  # imports tfds/grain only when training
+
+    init_distributed(config)
+    data = pretrain_input.prepare(config)
+    model_cfg = model_config_from(config, data.vocab_size)
+    data.check_vocab(model_cfg.vocab_size)
+    d, t = config.data, config.train
+    task = PretrainingTask(d.task, d.max_seq_length, d.max_predictions_per_seq)
+    init = (lambda: initial_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
+    run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, seq_len=d.max_seq_length,
+                   init_params=init)
+    return loop.train(run, workdir)["eval"]
+
+

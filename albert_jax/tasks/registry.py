@@ -1,0 +1,74 @@
+"""Every downstream task by name: our real sets that install offline, and the TFDS catalog's (online).
+
+Local sets are built from the fetched sources (albert_jax/data, data/README.md); catalog tasks read the TFDS
+catalog datasets (glue/*, squad/*, race/*), which need the network once to download and prepare. GLUE's test
+labels are hidden, so GLUE and SQuAD report their dev splits (as the paper's ablation tables do).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from albert_jax.tasks.classification import ClassificationTask
+from albert_jax.tasks.multiple_choice import MultipleChoiceTask, from_tfds_race
+from albert_jax.tasks.span_qa import SpanTask, from_local_span, from_tfds_squad
+from albert_jax.tasks.tagging import TaggingTask
+
+
+def _pd_pos():
+    from albert_jax.data.labeled_tasks import PD_POS_TAGS
+    return TaggingTask("pd_pos", "pd_pos", PD_POS_TAGS)
+
+
+def _glue(name, keys, num_labels=2, metrics=("accuracy",), headline="accuracy", row=None, dev=("validation",)):
+    return lambda: ClassificationTask(name, f"glue/{name}", keys, num_labels, metrics=metrics, headline=headline,
+                                      dev_splits=dev, test_splits=(), table14=row or name, max_seq_length=512)
+
+
+def _race_expand(r):
+    return from_tfds_race(r)
+
+
+LOCAL: dict[str, Callable] = {
+    "rt_sentiment": lambda: ClassificationTask("rt_sentiment", "rt_sentiment", ("sentence",), 2, table14="sst-2"),
+    "wordnet_wic": lambda: ClassificationTask("wordnet_wic", "wordnet_wic", ("sentence1", "sentence2"), 2,
+                                              table14="rte"),
+    "zh_sentiment": lambda: ClassificationTask("zh_sentiment", "zh_sentiment", ("sentence",), 2, table14="sst-2"),
+    "hedge": lambda: ClassificationTask("hedge", "hedge", ("sentence",), 2, metrics=("accuracy", "f1"),
+                                        table14="cola"),
+    "verse_paraphrase": lambda: ClassificationTask("verse_paraphrase", "verse_paraphrase", ("sentence1", "sentence2"),
+                                                   2, metrics=("accuracy", "f1"), table14="mrpc"),
+    "pd_pos": _pd_pos,
+    "wordnet_lemma_span": lambda: SpanTask("wordnet_lemma_span", "wordnet_lemma_span", adapter=from_local_span,
+                                           max_seq_length=128, max_query_length=48),
+    "next_sentence_choice": lambda: MultipleChoiceTask("next_sentence_choice", "next_sentence_choice",
+                                                       max_seq_length=128, max_qa_length=64),
+}
+
+CATALOG: dict[str, Callable] = {
+    "cola": _glue("cola", ("sentence",), metrics=("mcc", "accuracy"), headline="mcc"),
+    "sst2": _glue("sst2", ("sentence",), row="sst-2"),
+    "mrpc": _glue("mrpc", ("sentence1", "sentence2"), metrics=("accuracy", "f1")),
+    "qqp": _glue("qqp", ("question1", "question2"), metrics=("accuracy", "f1")),
+    "stsb": _glue("stsb", ("sentence1", "sentence2"), num_labels=1, metrics=("pearson", "spearman"),
+                  headline="pearson", row="sts-b"),
+    "mnli": _glue("mnli", ("premise", "hypothesis"), num_labels=3,
+                  dev=("validation_matched", "validation_mismatched")),
+    "qnli": _glue("qnli", ("question", "sentence")),
+    "rte": _glue("rte", ("sentence1", "sentence2")),
+    "wnli": _glue("wnli", ("sentence1", "sentence2")),
+    "squad_v1": lambda: SpanTask("squad_v1", "squad/v1.1", adapter=from_tfds_squad, test_splits=(),
+                                 table14="squad-v1.1", max_seq_length=384),
+    "squad_v2": lambda: SpanTask("squad_v2", "squad/v2.0", version=2, adapter=from_tfds_squad, test_splits=(),
+                                 table14="squad-v2.0", max_seq_length=512),
+    "race": lambda: MultipleChoiceTask("race", ("race/middle", "race/high"), adapter=_race_expand,
+                                       dev_splits=("dev",), test_splits=("test",), max_seq_length=512),
+}
+
+TASKS = {**LOCAL, **CATALOG}
+
+
+def make_task(name: str):
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; local tasks (offline): {', '.join(LOCAL)}; "
+                         f"TFDS catalog tasks (need the network once): {', '.join(CATALOG)}")
+    return TASKS[name]()

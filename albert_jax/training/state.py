@@ -1,0 +1,71 @@
+"""The train state, built from a task's model and example batch: abstract, sharded, initialised in place.
+
+Nothing here knows which task it serves: the model and the input shapes come from `task.model(model_cfg)` and
+`task.example_batch()`, so pretraining and every fine-tuning task share one state builder.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+from jax.sharding import NamedSharding, PartitionSpec
+
+from albert_jax import sharding as shd
+
+
+@flax.struct.dataclass
+class TrainState:
+    step: jax.Array
+    params: Any
+    opt_state: Any
+
+
+def _init_fn(task, model_cfg):
+    model = task.model(model_cfg)
+    inputs = task.init_inputs(jax.tree.map(jnp.asarray, task.example_batch()))
+    return lambda rng: model.init(rng, **inputs)["params"]
+
+
+def abstract_params(task, model_cfg):
+    """Boxed abstract parameters (shapes + logical axis names); nothing is allocated."""
+    return jax.eval_shape(_init_fn(task, model_cfg), jax.random.PRNGKey(0))
+
+
+def state_shardings(tx, mesh, boxed):
+    """(abstract state, its NamedShardings): parameters by the logical rules, optimizer slots like their params."""
+    param_sh = shd.param_shardings(boxed, mesh)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    abstract = jax.eval_shape(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)), nn.unbox(boxed))
+    opt_sh = optax.tree_utils.tree_map_params(tx, lambda _, s: s, abstract.opt_state, param_sh,
+                                              transform_non_params=lambda _: replicated)
+    shardings = TrainState(step=replicated, params=param_sh, opt_state=opt_sh)
+    abstract = jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings)
+    return abstract, shardings
+
+
+def init_state(task, model_cfg, tx, mesh, rng, shardings):
+    """The initial state, created directly in its sharded layout (no host copy of the full model)."""
+    init_params = _init_fn(task, model_cfg)
+
+    def init(r):
+        params = nn.unbox(init_params(r))
+        return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+    with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
+        return jax.jit(init, out_shardings=shardings)(rng)
+
+
+def state_from_params(params, tx, mesh, shardings):
+    """A fresh train state (step 0, new optimizer slots) around given parameters, laid out by `shardings`."""
+    with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
+        return jax.jit(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)),
+                       out_shardings=shardings)(params)
+
+
+def fresh_params(task, model_cfg, rng):
+    """Unboxed host parameters of a new model (used to fill the parts an init source does not have)."""
+    return jax.device_get(nn.unbox(jax.jit(_init_fn(task, model_cfg))(rng)))
