@@ -1,7 +1,7 @@
 """The `albert-jax` command line: a thin dispatcher over the library.
 
-Each area of the library registers its own sub-commands through an `add_cli(subparsers)` function, so this file
-only lists them; the heavy imports (jax, tfds, torch) happen inside the handlers, which keeps `--help` fast.
+Each sub-command lives in its own small module under albert_jax/cli/ with an `add_cli(subparsers)` function, so
+this file only lists them; the heavy imports (jax, tfds, torch) happen inside the handlers, which keeps `--help` fast.
 """
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import sys
 
 # Modules that contribute sub-commands, in the order `--help` lists them.
 _CLI_MODULES = (
-    "albert_jax.summary",
-    "albert_jax.data.cli",
-    "albert_jax.data.tokenization",
-    "albert_jax.tasks.pretraining.instances",
+    "albert_jax.cli.summary",
+    "albert_jax.cli.data",
+    "albert_jax.cli.tokenizer",
+    "albert_jax.cli.pretraining_data",
     "albert_jax.cli.pretrain",
     "albert_jax.cli.finetune",
-    "albert_jax.interop.hf",
+    "albert_jax.cli.convert",
 )
 
 

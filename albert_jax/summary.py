@@ -1,11 +1,11 @@
-"""`albert-jax summary`: the model at a glance, computed from the config alone.
+"""The model at a glance, computed from the config alone (shown by `albert-jax summary`, albert_jax/cli/summary.py).
 
 Parameters by block, training FLOPs per token at a sequence length, and memory for parameters plus optimizer
-state. `--compare` prints several settings as one table: the Params columns of the paper's Tables 3 and 4.
+state. `render_compare` prints several settings as one table: the Params columns of the paper's Tables 3 and 4.
 """
 from __future__ import annotations
 
-from albert_jax.config import AlbertConfig, parse_overrides, preset
+from albert_jax.config import AlbertConfig
 
 BLOCKS = ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", "sop_head")
 # LAMB/AdamW keep two f32 moments per parameter.
@@ -60,25 +60,3 @@ def render_compare(rows: list[tuple[str, AlbertConfig]], seq_len: int) -> str:
                      f"{_fmt_params(d['total_with_heads'])} | {d['gflops_per_token']:.3f} |")
     return "\n".join(lines)
 
-
-def run(args) -> int:
-    base = preset(args.preset)
-    if args.compare:
-        rows = []
-        for item in args.compare:
-            rows.append((item, base.replace(**parse_overrides(item))))
-        print(render_compare(rows, args.seq_len))
-    else:
-        cfg = base.replace(**parse_overrides(args.set or ""))
-        print(render_one(args.preset, cfg, args.seq_len))
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("summary", help="parameter count by block, FLOPs per token and memory of a config")
-    p.add_argument("--preset", default="albert-base", help="a preset name (see albert_jax/config.py)")
-    p.add_argument("--set", default="", help="overrides, e.g. sharing=attention,embedding_size=768")
-    p.add_argument("--compare", nargs="+", metavar="OVERRIDES",
-                   help="several override sets to compare in one table, e.g. 'sharing=all' 'sharing=none'")
-    p.add_argument("--seq-len", type=int, default=512)
-    p.set_defaults(func=run)

@@ -292,7 +292,7 @@ def test_cli_from_hf_then_to_hf(tmp_path, batch):
     """`convert from-hf` then `convert to-hf` (our msgpack params in between) reproduces the HF directory."""
     import argparse
 
-    from albert_jax.interop.hf import add_cli
+    from albert_jax.cli.convert import add_cli
 
     parser = argparse.ArgumentParser()
     add_cli(parser.add_subparsers(dest="command"))

@@ -72,7 +72,21 @@ def test_sharded_equals_single_device(single_device_run, shape):
 def test_gradient_accumulation_matches_one_big_batch(single_device_run):
     batches, (ref_params, ref_losses, _) = single_device_run
     params, losses, _ = run_steps(shd.make_mesh(8, 1, 1), batches, accum=2)
-    # The MLM mean is over each micro-batch's masked positions; with equal weights per row that is the same.
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4), params, ref_params)
+
+
+def test_accumulation_is_exact_when_micro_batches_hold_different_token_counts():
+    """Micro-batches with very different numbers of masked tokens: a mean of micro-batch means would weight
+    them equally and differ from the full batch; sums over the whole batch's counts do not."""
+    batches = synthetic_batches(2, seed=3)
+    for b in batches:
+        w = np.ones_like(b["masked_lm_weights"])
+        w[0::4, 1:] = 0.0  # micro-batch 0 of 4 (rows 0, 4, 8...) has 1 masked token per row, the others 3
+        b["masked_lm_weights"] = w
+    mesh = shd.make_mesh(devices=jax.devices()[:1])
+    ref_params, ref_losses, _ = run_steps(mesh, batches)
+    params, losses, _ = run_steps(mesh, batches, accum=4)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=2e-5, rtol=1e-4), params, ref_params)
 

@@ -12,7 +12,6 @@ models' settings (lower-cased, accents stripped).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -300,41 +299,3 @@ def train_tokenizer(model_prefix: str | os.PathLike, *, files: Iterable[str | os
     Path(f"{model_prefix}.json").write_text(json.dumps(dict(options, vocab_size=vocab_size), indent=1) + "\n")
     return Tokenizer.load(f"{model_prefix}.model")
 
-
-def _cmd_train(args) -> int:
-    tok = train_tokenizer(args.model_prefix, files=args.input, vocab_size=args.vocab_size, lower=args.lower,
-                          keep_accents=args.keep_accents, hard_vocab_limit=args.hard_vocab_limit,
-                          input_sentence_size=args.input_sentence_size, verbose=args.verbose)
-    print(f"wrote {args.model_prefix}.model ({tok.vocab_size} pieces), .vocab and .json")
-    return 0
-
-
-def _cmd_encode(args) -> int:
-    tok = Tokenizer.load(args.model)
-    lines = [args.text] if args.text is not None else (line.rstrip("\n") for line in sys.stdin)
-    for line in lines:
-        out = tok.encode_pieces(line) if args.pieces else tok.encode(line)
-        print(" ".join(map(str, out)))
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("tokenizer", help="train or apply an ALBERT SentencePiece model")
-    sub = p.add_subparsers(dest="tokenizer_command", required=True)
-    t = sub.add_parser("train", help="train a SentencePiece model with the official ALBERT recipe")
-    t.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
-    t.add_argument("--model-prefix", required=True, help="writes PREFIX.model, PREFIX.vocab, PREFIX.json")
-    t.add_argument("--vocab-size", type=int, default=30000)
-    t.add_argument("--lower", action=argparse.BooleanOptionalAction, default=True,
-                   help="lower-case text (the released models are uncased)")
-    t.add_argument("--keep-accents", action="store_true", help="skip NFKD accent stripping")
-    t.add_argument("--no-hard-vocab-limit", dest="hard_vocab_limit", action="store_false",
-                   help="let the vocab come out smaller than --vocab-size on a small corpus")
-    t.add_argument("--input-sentence-size", type=int, default=10_000_000, help="sentences sampled for training")
-    t.add_argument("--verbose", action="store_true", help="show SentencePiece's training log")
-    t.set_defaults(func=_cmd_train)
-    e = sub.add_parser("encode", help="print ids (or pieces) for text given with --text or on stdin")
-    e.add_argument("--model", required=True, help="a .model file")
-    e.add_argument("--text", default=None)
-    e.add_argument("--pieces", action="store_true", help="print pieces instead of ids")
-    e.set_defaults(func=_cmd_encode)

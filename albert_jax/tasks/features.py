@@ -87,9 +87,20 @@ class Features:
 class _Rows:
     """A random-access source of row dicts over `Features.arrays` (what grain reads)."""
 
-    def __init__(self, arrays: dict[str, np.ndarray]):
+    def __init__(self, arrays: dict[str, np.ndarray], split: str = "train"):
+        import hashlib
+
         self.arrays = arrays
         self._n = len(next(iter(arrays.values())))
+        h = hashlib.sha256()
+        for k in sorted(arrays):
+            h.update(k.encode() + np.ascontiguousarray(arrays[k]).tobytes())
+        self._digest = h.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        # grain checks a restored iterator against repr(source): the same rows must give the same text, and
+        # changed rows (another tokenizer, max length or data) a different one.
+        return f"Rows(n={self._n}, sha256={self._digest})"
 
     def __len__(self) -> int:
         return self._n
@@ -135,7 +146,7 @@ class TaskData:
         if len(self.train) < batch_size:
             raise TaskDataError(f"the train split has {len(self.train)} examples, fewer than one batch of "
                                 f"{batch_size}; lower train.batch_size")
-        return input_pipeline.make_batch_iterator(_Rows(self.train.arrays), _identity, batch_size, seed=seed,
+        return input_pipeline.make_batch_iterator(_Rows(self.train.arrays, self.train.split), _identity, batch_size, seed=seed,
                                                   shuffle=True, num_epochs=None, sharding=sharding)
 
     @staticmethod

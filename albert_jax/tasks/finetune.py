@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
+import numpy as np
 from flax import linen as nn
 
 from albert_jax.config import AlbertConfig
@@ -135,7 +136,7 @@ def _merge(fresh: dict, loaded: dict, where: str) -> dict:
             if tuple(v.shape) != tuple(loaded[k].shape):
                 raise InitError(f"{path}: the init source has shape {tuple(loaded[k].shape)}, the model needs "
                                 f"{tuple(v.shape)}")
-            out[k] = jax.numpy.asarray(loaded[k], v.dtype)
+            out[k] = np.asarray(jax.device_get(loaded[k]), v.dtype)  # host: the state builder lays it out
     return out
 
 
@@ -157,16 +158,21 @@ def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool
         return fresh
     out = dict(fresh)
     out["albert"] = _merge(fresh["albert"], src.encoder(), "albert")
-    if src.head is not None and not reset_head:
-        theirs = src.task or {}
-        if theirs.get("kind") == task.describe().get("kind") and theirs.get("num_labels") != getattr(
-                task, "num_labels", None):
-            raise InitError(f"{src.path} was fine-tuned on {theirs.get('name')} with {theirs.get('num_labels')} "
-                            f"labels; task {task.name} has {getattr(task, 'num_labels', None)}: the head does not "
-                            "fit (set reset_head=true to start a new head)")
-        if theirs.get("name") == task.name:
-            out.update({k: _merge(fresh[k], v, k) for k, v in src.head().items() if k in fresh})
+    if src.head is not None and not reset_head and (src.task or {}).get("name") == task.name:
+        out.update({k: _merge(fresh[k], v, k) for k, v in src.head().items() if k in fresh})
     return out
+
+
+def check_head(task, src: InitSource, reset_head: bool) -> None:
+    """A fine-tuned source's head is reused for the same task; a head of the same kind with another label
+    count cannot serve this task, and saying so before any data is read saves the user a wasted run."""
+    theirs = src.task or {}
+    if src.head is None or reset_head or theirs.get("kind") != task.describe().get("kind"):
+        return
+    if theirs.get("num_labels") != getattr(task, "num_labels", None):
+        raise InitError(f"{src.path} was fine-tuned on {theirs.get('name')} with {theirs.get('num_labels')} labels; "
+                        f"task {task.name} has {getattr(task, 'num_labels', None)}: its head does not fit (set "
+                        "reset_head=true to start a new head)")
 
 
 def _tokenizer_for(config, src: InitSource):
@@ -200,6 +206,7 @@ def finetune(config, workdir: str) -> dict:
     init_distributed(config)
     task = make_task(config.task)
     src = resolve_init(config.init, config.init_step or None)
+    check_head(task, src, config.reset_head)
     tokenizer = _tokenizer_for(config, src)
     model_cfg = model_config(config, src, tokenizer)
     tokenization.check_vocab_matches(tokenizer, model_cfg.vocab_size)

@@ -16,7 +16,7 @@ from albert_jax.modeling import AlbertForMultipleChoice
 from albert_jax.tasks import metrics as M
 from albert_jax.tasks.base import LossTerm
 from albert_jax.tasks.classification import DownstreamTask
-from albert_jax.tasks.features import Features, pad_row, text_of, truncate_pair
+from albert_jax.tasks.features import Features, TaskDataError, pad_row, text_of, truncate_pair
 
 
 def from_local_choice(r: dict, num_choices: int = 4) -> tuple[str, str, list[str], int]:
@@ -33,6 +33,8 @@ def from_tfds_race(r: dict) -> list[tuple[str, str, list[str], int]]:
     options = np.asarray(r["options"])
     for q, a, opts in zip(questions, answers, options):
         opts = [o.decode("utf-8") if isinstance(o, bytes) else str(o) for o in np.asarray(opts)]
+        if a.strip() not in ("A", "B", "C", "D"):
+            raise TaskDataError(f"RACE answer {a!r} is not one of A, B, C, D")
         out.append((article, q, opts, "ABCD".index(a.strip())))
     return out
 

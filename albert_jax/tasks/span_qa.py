@@ -20,7 +20,7 @@ from albert_jax.tasks import metrics as M
 from albert_jax.tasks import squad
 from albert_jax.tasks.base import LossTerm
 from albert_jax.tasks.classification import DownstreamTask
-from albert_jax.tasks.features import Features, text_of
+from albert_jax.tasks.features import Features, TaskDataError, text_of
 
 
 def from_local_span(r: dict) -> dict:
@@ -36,8 +36,10 @@ def from_tfds_squad(r: dict) -> dict:
     texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in np.asarray(ans.get("text", []))]
     starts = [int(s) for s in np.asarray(ans.get("answer_start", []))]
     impossible = bool(r.get("is_impossible", False)) or not texts
+    # v2's unanswerable questions have no answers (their spans are in plausible_answers, not used)
+    answers = [] if impossible else [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
     return {"id": text_of(r, "id"), "question": text_of(r, "question"), "context": text_of(r, "context"),
-            "answers": [{"text": t, "answer_start": s} for t, s in zip(texts, starts)], "is_impossible": impossible}
+            "answers": answers, "is_impossible": impossible}
 
 
 class SpanTask(DownstreamTask):
@@ -70,8 +72,10 @@ class SpanTask(DownstreamTask):
 
     def apply(self, model, params, batch, rngs, deterministic):
         extra = {}
-        if self.version == 2 and not deterministic or (self.version == 2 and "start_position" in batch
-                                                       and rngs is not None):
+        # The v2 head trains its end logits on the gold start and evaluates them on its top-k starts. A training
+        # batch is one without `example_weight` (evaluation batches carry it, features.eval_batches): dropout
+        # (`deterministic`, `rngs`) cannot tell, a run with every dropout 0 trains deterministically.
+        if self.version == 2 and "example_weight" not in batch:
             extra["start_positions"] = batch["start_position"]
         return model.apply({"params": params}, **self.model_inputs(batch), **extra, deterministic=deterministic,
                            rngs=rngs)
@@ -86,6 +90,9 @@ class SpanTask(DownstreamTask):
                                          pad_id=tokenizer.pad_id, max_seq_length=max_len, doc_stride=self.doc_stride,
                                          max_query_length=self.max_query_length, is_training=training, stats=stats)
         stats["examples"] = len(records)
+        if not feats:  # every training example was skipped (its answer is not in its context)
+            raise TaskDataError(f"task {self.name}, split {split!r}: no features from {len(records)} examples ("
+                                + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())) + ")")
         arrays = squad.stack_features(feats)
         n = len(feats)
         for k in ("start_position", "end_position", "is_impossible"):
@@ -140,7 +147,7 @@ class SpanTask(DownstreamTask):
             out = {f"{p}{k}": v for k, v in M.squad_scores(texts, feats.answers, v2=True).items()}
             spans, _ = squad.decode_v2(meta, rows, n_best_size=self.n_best_size,
                                        max_answer_length=self.max_answer_length, null_threshold=float("inf"))
-            threshold, best = M.best_null_threshold(spans, feats.answers, diffs)
+            best, threshold = M.best_null_threshold(spans, feats.answers, diffs)
             out[f"{p}best_f1"], out[f"{p}best_f1_threshold"] = best, threshold
         else:
             texts = squad.decode_v1(meta, rows["start_logits"], rows["end_logits"], n_best_size=self.n_best_size,

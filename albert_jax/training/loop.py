@@ -220,10 +220,14 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
                     if value is None:
                         raise ValueError(f"train.select={run.select!r} is not among the eval metrics "
                                          f"{sorted(last_eval)}")
-                    if value > best["value"]:
-                        best = {"value": value, "step": done}
+                    score = value if math.isfinite(value) else -math.inf  # a NaN metric never wins later
+                    if best["step"] == 0 or score > best["value"]:
+                        best = {"value": score, "step": done}
                         best_ckpt.save(done, state, batches.get_state(),
-                                       meta_for(done, best_metric=run.select, best_value=value, eval=last_eval))
+                                       meta_for(done, best_metric=run.select, best_value=score, eval=last_eval))
+                        # Synchronous: once the step's regular checkpoint exists, the best up to it is on disk,
+                        # so a run killed at any moment resumes with the same best.
+                        best_ckpt.wait()
             if do_save:
                 checkpointer.save(done, state, batches.get_state(), meta_for(done))
                 writer.flush()

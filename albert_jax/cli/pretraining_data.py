@@ -1,0 +1,47 @@
+"""`albert-jax pretraining-data create`: text files -> MLM + SOP/NSP examples (tasks/pretraining/instances.py)."""
+from __future__ import annotations
+
+import json
+import os
+
+
+def _cmd_create(args) -> int:
+    from albert_jax.tasks.pretraining.instances import PretrainingConfig, create_pretraining_data
+
+    cfg = PretrainingConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,
+                            masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+                            dupe_factor=args.dupe_factor, task=args.task, ngram=args.ngram,
+                            single_sentence=args.single_sentence.replace("-", "_"), masking=args.masking,
+                            nsp_buffer_docs=args.nsp_buffer_docs)
+    summary = create_pretraining_data(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
+                                      workers=args.workers)
+    print(json.dumps(summary["totals"], indent=1))
+    print(f"wrote {summary['totals']['files']} file(s) in {len(summary['shards'])} shard(s) to {args.output_dir}")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    from albert_jax.tasks.pretraining.instances import TASKS  # where the choices are stated (numpy, no jax)
+
+    p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
+    sub = p.add_subparsers(dest="pretraining_data_command", required=True)
+    c = sub.add_parser("create", help="text files (one sentence per line, blank line between documents) -> "
+                                      "ArrayRecord shards, one per input file")
+    c.add_argument("--input", nargs="+", required=True, metavar="FILE")
+    c.add_argument("--spm-model", required=True, help="a .model trained by `albert-jax tokenizer train`")
+    c.add_argument("--output-dir", required=True)
+    c.add_argument("--max-seq-length", type=int, default=512)
+    c.add_argument("--max-predictions", type=int, default=20)
+    c.add_argument("--masked-lm-prob", type=float, default=0.15)
+    c.add_argument("--short-seq-prob", type=float, default=0.1)
+    c.add_argument("--dupe-factor", type=int, default=40)
+    c.add_argument("--task", choices=TASKS, default="sop")
+    c.add_argument("--ngram", type=int, default=3)
+    c.add_argument("--single-sentence", choices=("split", "random-document"), default="split",
+                   help="SOP chunks of one sentence: split inside it (default) or the official random-document B")
+    c.add_argument("--masking", choices=("static", "dynamic"), default="static",
+                   help="dynamic writes unmasked records; mask them per epoch with DynamicMasking")
+    c.add_argument("--nsp-buffer-docs", type=int, default=1000, help="documents kept for random-document B")
+    c.add_argument("--seed", type=int, default=12345)
+    c.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    c.set_defaults(func=_cmd_create)

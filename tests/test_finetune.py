@@ -1,0 +1,195 @@
+"""Fine-tuning on the one training core: init from a pretraining run, several seeds with the median, the best
+dev checkpoint scored once on test, resume after SIGKILL, exact evaluation over padded batches, and the bad
+inputs a user meets (unknown task, wrong init path, tokenizer mismatch, a head that does not fit)."""
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from albert_jax.experiments.args import apply_overrides
+from albert_jax.experiments.loader import load_config
+from albert_jax.tasks import finetune as ft
+from albert_jax.tasks.features import Features, TaskDataError, encode_text
+from albert_jax.tasks.registry import LOCAL, make_task
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["train.num_train_steps=6", "train.eval_every=3", "train.checkpoint_every=3", "train.log_every=3",
+        "train.batch_size=16", "data.limit=64", "data.max_seq_length=32"]
+
+
+def _env():
+    return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A real (tiny) pretraining run on the English mix: 8 LAMB steps, 2 layers."""
+    wd = tmp_path_factory.mktemp("ft") / "pretrain"
+    cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
+           "experiments/pretrain.py:scale=smoke", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
+           "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
+           "--set", "model.num_hidden_layers=2"]
+    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return wd
+
+
+def config_for(task, init, *overrides, scale="smoke"):
+    c = load_config(f"experiments/finetune.py:task={task},init={init},scale={scale}")
+    apply_overrides(c, [*TINY, *overrides])
+    return c
+
+
+def test_init_from_pretraining_run_copies_the_encoder(pretrained):
+    from albert_jax.tasks.pretraining.run import params_from_workdir
+
+    task = make_task("rt_sentiment")
+    src = ft.resolve_init(str(pretrained))
+    assert src.kind == "workdir" and src.tokenizer is not None  # the run saved its own tokenizer
+    cfg = ft.model_config(config_for("rt_sentiment", pretrained), src, src.tokenizer)
+    params = ft.initial_params(task, cfg, src, seed=0, reset_head=False)
+    encoder = params_from_workdir(str(pretrained))[2]["albert"]
+    for a, b in zip(jax.tree.leaves(params["albert"]), jax.tree.leaves(encoder)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert set(params) == {"albert", "classifier"}  # the head is new; MLM/SOP heads are not carried over
+
+
+def test_two_seeds_best_checkpoint_test_once_and_rerun_reuses(pretrained, tmp_path):
+    wd = tmp_path / "rt"
+    cfg = config_for("rt_sentiment", pretrained)
+    cfg.num_seeds = 2
+    out = ft.finetune(cfg, str(wd))
+    assert [s["seed"] for s in out["seeds"]] == [0, 1]
+    for s in out["seeds"]:
+        assert (wd / f"seed-{s['seed']}" / "best").is_dir() and s["best_step"] in (3, 6)
+        assert s["test"]["test/examples"] == 64 and 0.0 <= s["test"]["test/accuracy"] <= 1.0
+        assert s["dev"]["accuracy"] == max(
+            r["eval/accuracy"] for r in map(json.loads, open(wd / f"seed-{s['seed']}" / "metrics.jsonl"))
+            if "eval/accuracy" in r)  # the kept checkpoint is the best dev evaluation
+    acc = [s["dev"]["accuracy"] for s in out["seeds"]]
+    assert out["summary"]["dev"]["accuracy"]["median"] == pytest.approx(float(np.median(acc)))
+    assert json.loads((wd / "results.json").read_text())["summary"] == json.loads(json.dumps(out["summary"]))
+    again = ft.finetune(cfg, str(wd))  # finished seeds are read back, not retrained
+    assert again["seeds"] == out["seeds"]
+
+
+def test_sigkill_mid_finetune_resumes_to_the_same_result(pretrained, tmp_path):
+    args = ["--config", "experiments/finetune.py:task=wordnet_wic,init=" + str(pretrained) + ",scale=smoke"]
+    for o in TINY:
+        args += ["--set", o]
+
+    def run(wd, env=None):
+        return subprocess.run([sys.executable, "-m", "albert_jax.main", "finetune", "--workdir", str(wd), *args],
+                              cwd=ROOT, env={**_env(), **(env or {})}, capture_output=True, text=True, timeout=600)
+
+    whole = run(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    killed = run(tmp_path / "killed", {"ALBERT_JAX_FAULT_SIGKILL_AT_STEP": "4"})
+    assert killed.returncode == -9
+    resumed = run(tmp_path / "killed")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    a = json.loads((tmp_path / "whole" / "seed-0" / "results.json").read_text())
+    b = json.loads((tmp_path / "killed" / "seed-0" / "results.json").read_text())
+    assert a["dev"] == b["dev"] and a["test"] == b["test"] and a["best_step"] == b["best_step"]
+
+
+def test_every_local_task_trains_and_reports_its_metric(pretrained, tmp_path):
+    """Each real local task, from the same pretraining run, through the CLI's code path (one seed, 6 steps)."""
+    headline = {"rt_sentiment": "accuracy", "wordnet_wic": "accuracy", "hedge": "f1", "verse_paraphrase": "f1",
+                "pd_pos": "accuracy", "wordnet_lemma_span": "f1", "next_sentence_choice": "accuracy"}
+    assert set(headline) | {"zh_sentiment"} == set(LOCAL)
+    for name, metric in headline.items():
+        extra = ["data.max_seq_length=96"] if name == "wordnet_lemma_span" else []  # glosses are long questions
+        out = ft.finetune(config_for(name, pretrained, "train.num_train_steps=3", "train.eval_every=3", *extra),
+                          str(tmp_path / name))
+        value = out["summary"]["dev"][metric]["median"]
+        assert np.isfinite(value), (name, out["summary"])
+        assert out["summary"]["test"], name  # scored once on test
+
+
+def test_evaluation_counts_every_example_once_over_a_padded_last_batch():
+    task = make_task("rt_sentiment")
+    rng = np.random.default_rng(0)
+    n = 37  # not a multiple of the batch: the last batch is padded
+    arrays = {"input_ids": rng.integers(5, 50, (n, 8)).astype(np.int32), "input_mask": np.ones((n, 8), np.int32),
+              "segment_ids": np.zeros((n, 8), np.int32), "label": rng.integers(0, 2, n).astype(np.int32)}
+    feats = Features("validation", arrays)
+    import jax.numpy as jnp
+    from albert_jax.config import preset
+    from albert_jax.training import loop, state as st
+    from albert_jax.training.step import make_eval_step
+    from albert_jax.tasks.features import eval_batches
+
+    cfg = preset("smoke", num_hidden_layers=1, vocab_size=50, classifier_dropout_prob=0.0)
+    model = task.model(cfg)
+    params = st.fresh_params(task, cfg, jax.random.PRNGKey(0))
+    eval_step = jax.jit(make_eval_step(task, model))
+    out = loop.evaluate(eval_step, params, task, {"validation": lambda b, sh: eval_batches(feats, b, sh)}, 16, None)
+    logits = model.apply({"params": params}, jnp.asarray(arrays["input_ids"]), jnp.asarray(arrays["input_mask"]))
+    expected = float(np.mean(np.argmax(np.asarray(logits), -1) == arrays["label"]))
+    assert out["examples"] == n and out["accuracy"] == pytest.approx(expected)
+
+
+def test_truncation_is_counted_and_empty_splits_refused():
+    class Tok:
+        cls_id, sep_id, pad_id = 2, 3, 0
+
+        def encode(self, text):
+            return [5 + len(w) for w in text.split()]
+
+    import collections
+    stats = collections.Counter()
+    row = encode_text(Tok(), "one two three four five six", "seven eight nine", 8, stats)
+    assert stats["truncated"] == 1 and row["input_mask"].sum() == 8 and row["segment_ids"][-1] == 1
+    with pytest.raises(TaskDataError, match="split 'test' is empty"):
+        Features.stack("test", [])
+
+
+def test_bad_inputs_are_named(pretrained, tmp_path):
+    with pytest.raises(ValueError, match="unknown task 'imdb'.*rt_sentiment"):
+        make_task("imdb")
+    with pytest.raises(ft.InitError, match="no such directory"):
+        ft.resolve_init(str(tmp_path / "nope"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ft.InitError, match="neither a workdir of ours"):
+        ft.resolve_init(str(tmp_path / "empty"))
+    (tmp_path / "multi" / "seed-0").mkdir(parents=True)
+    with pytest.raises(ft.InitError, match="several fine-tuning seeds"):
+        ft.resolve_init(str(tmp_path / "multi"))
+    with pytest.raises(ft.InitError, match="init=random needs data.tokenizer"):
+        ft.finetune(config_for("rt_sentiment", "random"), str(tmp_path / "r"))
+    with pytest.raises(ft.InitError, match="exceeds the model's max_position_embeddings"):
+        ft.finetune(config_for("rt_sentiment", pretrained, "data.max_seq_length=512"), str(tmp_path / "long"))
+    # A tokenizer the checkpoint was not trained with.
+    from albert_jax.data.tokenization import train_tokenizer
+    other = tmp_path / "other"
+    train_tokenizer(str(other), files=[os.path.join(ROOT, "tests/fixtures/sotu_sample.txt")], vocab_size=300)
+    with pytest.raises(ft.InitError, match="not the tokenizer"):
+        ft.finetune(config_for("rt_sentiment", pretrained, f"data.tokenizer={other}.model"), str(tmp_path / "t"))
+    # A head fine-tuned for 2 labels cannot serve a 3-label task (refused before any data is read).
+    wd = tmp_path / "rt"
+    ft.finetune(config_for("rt_sentiment", pretrained, "train.num_train_steps=3"), str(wd))
+    with pytest.raises(ft.InitError, match="2 labels; task mnli has 3"):
+        ft.finetune(config_for("mnli", wd / "seed-0"), str(tmp_path / "m"))
+
+
+def test_typed_model_fields_keep_the_rest_of_the_scale():
+    c = load_config("experiments/pretrain.py:scale=smoke")
+    apply_overrides(c, ["model.embedding_size=256", "model.sharing=ffn"])
+    from albert_jax.experiments.args import model_from_section
+    m = model_from_section(c.model, vocab_size=100)
+    assert (m.embedding_size, m.sharing, m.hidden_size, m.num_hidden_layers) == (256, "ffn", 128, 4)
+    for bad, msg in (("model.num_hidden_layers=true", "expected a value of type int"),
+                     ("model.scan_layers=2.5", "expected a value of type bool"),
+                     ("train.learning_rate=fast", "expected a value of type float")):
+        with pytest.raises(ValueError, match=msg):
+            apply_overrides(c, [bad])
+    apply_overrides(c, ["model.embedding_projection=none", "train.num_train_steps=1e3"])
+    assert c.model.embedding_projection is None and c.train.num_train_steps == 1000
+    f = load_config(f"experiments/finetune.py:task=rt_sentiment,init={ROOT}")  # a loaded architecture
+    with pytest.raises(ValueError, match="no field 'hidden_size'"):
+        apply_overrides(f, ["model.hidden_size=64"])
