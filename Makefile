@@ -29,10 +29,13 @@ lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
 	$(VENV)/bin/albert-jax --help > /dev/null
 
-# The main job: ALBERT pretraining (MLM + SOP) at smoke scale on the real English corpus mix, then the
-# parameter table of the paper's sharing ablation. Metrics land in workdirs/demo/metrics.jsonl.
+# The main job: ALBERT pretraining (MLM + SOP) at smoke scale on the real English corpus mix, fine-tuning
+# that run on the real rt_sentiment sentences (one seed, cpu scale), then the parameter table of the paper's
+# sharing ablation. Metrics land in workdirs/demo/metrics.jsonl and workdirs/demo_rt/.
 demo: install data
 	$(VENV)/bin/albert-jax pretrain --config experiments/pretrain.py:scale=smoke --workdir workdirs/demo
+	$(VENV)/bin/albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=workdirs/demo,scale=cpu,seeds=1 \
+		--set data.max_seq_length=64 --workdir workdirs/demo_rt
 	$(VENV)/bin/albert-jax summary --preset albert-base --compare sharing=none sharing=attention sharing=ffn sharing=all
 
 clean:

@@ -11,7 +11,7 @@ workdir | HuggingFace ALBERT/BERT directory | minilm | random>, scale=smoke|cpu|
 preset=<model preset, for init=random>, and model.<field>=<value>.
 
 Scales: `smoke` (tests: 256 examples per split, a few steps), `cpu` (this 2-core machine: minutes per seed; the
-same hyperparameters for every task, chosen once and not tuned per task: AdamW 1e-4, batch 32, 800 steps, 10%
+same hyperparameters for every task, chosen once and not tuned per task: AdamW 1e-4, batch 32, 400 steps, 10%
 warmup, no encoder dropout, classifier dropout 0.1, 3 seeds), `paper` (the task's Table 14 row: learning rate,
 batch, steps, warmup, dropout, max length; 5 seeds, median reported as the paper does).
 With init=random the model section holds the whole architecture; otherwise the architecture is the init
@@ -71,14 +71,14 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.train.optimizer = "adamw"  # the official fine-tuning optimizer
     c.train.learning_rate = {"smoke": 1e-4, "cpu": 1e-4, "paper": row.learning_rate}[scale]
     c.train.batch_size = {"smoke": 16, "cpu": 32, "paper": row.batch_size}[scale]
-    c.train.num_train_steps = {"smoke": 12, "cpu": 800, "paper": row.num_train_steps}[scale]
-    c.train.warmup_steps = {"smoke": 2, "cpu": 80, "paper": row.warmup_steps}[scale]
+    c.train.num_train_steps = {"smoke": 12, "cpu": 400, "paper": row.num_train_steps}[scale]
+    c.train.warmup_steps = {"smoke": 2, "cpu": 40, "paper": row.warmup_steps}[scale]
     c.train.weight_decay = 0.01
     c.train.grad_accum_steps = 1
     c.train.log_every = {"smoke": 4, "cpu": 50, "paper": 100}[scale]
-    c.train.eval_every = {"smoke": 6, "cpu": 200, "paper": 1000}[scale]
+    c.train.eval_every = {"smoke": 6, "cpu": 100, "paper": 1000}[scale]
     c.train.eval_batches = 0  # 0: every dev example
-    c.train.checkpoint_every = {"smoke": 12, "cpu": 400, "paper": 2000}[scale]
+    c.train.checkpoint_every = {"smoke": 12, "cpu": 200, "paper": 2000}[scale]
     c.train.keep_checkpoints = 1
     c.train.seed = 0  # seeds are seed, seed+1, ...
     c.train.peak_flops = 0.0
