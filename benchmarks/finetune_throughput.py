@@ -1,6 +1,6 @@
 """Fine-tuning throughput and peak memory per downstream task, on the real data, through the real training core.
 
-  python benchmarks/finetune_throughput.py --init /work/runs/pretrain_en --steps 60 --out ft_throughput.json
+  python benchmarks/finetune_throughput.py --init workdirs/demo --steps 60 --out ft_throughput.json
   python benchmarks/finetune_throughput.py --tasks rt_sentiment pd_pos --steps 12 --tokenizer W  # init=random
 
 Each task runs `albert_jax.tasks.finetune.finetune` (experiments/finetune.py, scale=cpu, one seed) in a fresh
@@ -213,9 +213,10 @@ def main(argv=None) -> int:
     if args.init == "random" and not args.tokenizer:
         p.error("give --init <pretraining workdir>, or --tokenizer <spiece.model or a workdir holding one> for "
                 "init=random")
-    if args.steps < 2 * args.log_every:
-        print(f"note: {args.steps} steps give one logged window after the first; use >= {3 * args.log_every} "
-              "for a stable median", file=sys.stderr)
+    steady = -(-args.steps // args.log_every) - 1  # windows end at each log_every multiple and at the last step
+    if steady < 3:
+        print(f"note: {args.steps} steps give {max(steady, 0)} logged window(s) after the first; use >= "
+              f"{4 * args.log_every} for a stable median", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="ft_bench_") as tmp:
         scratch = args.keep or tmp
         os.makedirs(scratch, exist_ok=True)
