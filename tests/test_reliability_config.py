@@ -286,7 +286,11 @@ def test_check_devices_names_the_mesh_and_the_batch():
     c = load_config(PRETRAIN)
     c.train.batch_size = 12
     with pytest.raises(ConfigError, match=r"train.batch_size=12 does not split over the 8 batch shards"):
-        check_devices(c, 8)
+        check_devices(c, 8, 1)
+    c.mesh.data, c.mesh.tensor = 1, 8
+    with pytest.raises(ConfigError, match=r"train.batch_size=12 does not split over the 8 processes"):
+        check_devices(c, 8, 8)
+    c.mesh.tensor = 1
     c.mesh.data, c.mesh.fsdp = -1, -1
     with pytest.raises(ConfigError, match="at most one mesh axis may be -1"):
         validate(c, "pretrain")

@@ -26,6 +26,7 @@ import tempfile
 from typing import Any, Callable
 
 from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.training.optim import OPTIMIZERS
 
 log = logging.getLogger("albert_jax.config")
 
@@ -74,7 +75,7 @@ _BOOL = Field("bool", None, "true or false")
 TRAIN_COMMON = {
     "batch_size": _int(1),
     "num_train_steps": _int(1),
-    "optimizer": _choice("lamb", "adamw"),
+    "optimizer": _choice(*OPTIMIZERS),
     "learning_rate": _float(0.0),
     "warmup_steps": _int(0),
     "grad_accum_steps": _int(1, note=" that divides train.batch_size"),
@@ -159,7 +160,7 @@ def _keys(section) -> list[str]:
 
 def near(name: str, choices, n: int = 3) -> str:
     """' (did you mean a, b?)' for the choices close to `name`, or ''."""
-    close = difflib.get_close_matches(name, list(choices), n=n, cutoff=0.6)
+    close = difflib.get_close_matches(name, sorted(set(choices)), n=n, cutoff=0.6)
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
@@ -287,6 +288,7 @@ def check_corpus_name(corpus: str) -> None:
         raise ConfigError(f"data.corpus={corpus!r} is a labeled (fine-tuning) set, not a pretraining corpus; "
                           f"allowed: {allowed}")
     known = builders.catalog_names()
+    base = base.partition(":")[0]  # a catalog name may carry a version: wikipedia:1.0.0/20230601.en
     if base not in known:
         raise ConfigError(f"data.corpus={corpus!r}: no such corpus{near(base, list(ours) + known)}; allowed: "
                           f"{allowed}")
@@ -475,11 +477,13 @@ def validate(config, kind: str, workdir: str | None = None) -> list[str]:
     return c.warnings
 
 
-def check_devices(config, num_devices: int | None = None) -> None:
-    """The mesh fits the devices and the batch splits evenly over its batch shards (mesh.data x mesh.fsdp)."""
-    if num_devices is None:
+def check_devices(config, num_devices: int | None = None, num_processes: int | None = None) -> None:
+    """The mesh fits the devices and the batch splits evenly over its batch shards (mesh.data x mesh.fsdp) and
+    over the processes (each reads its own share)."""
+    if num_devices is None or num_processes is None:
         import jax
-        num_devices = jax.device_count()
+        num_devices = jax.device_count() if num_devices is None else num_devices
+        num_processes = jax.process_count() if num_processes is None else num_processes
     m = config.mesh
     sizes = {k: m[k] for k in ("data", "fsdp", "tensor")}
     fixed = math.prod(v for v in sizes.values() if v != -1)
@@ -497,3 +501,6 @@ def check_devices(config, num_devices: int | None = None) -> None:
     if b % shards:
         raise ConfigError(f"train.batch_size={b} does not split over the {shards} batch shards (mesh.data x "
                           f"mesh.fsdp = {sizes['data']} x {sizes['fsdp']}); use a multiple of {shards}")
+    if b % num_processes:
+        raise ConfigError(f"train.batch_size={b} does not split over the {num_processes} processes (each reads "
+                          f"batch_size / processes examples); use a multiple of {num_processes}")
