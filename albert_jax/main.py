@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError, FileNotFoundError) as e:
         if os.environ.get("ALBERT_JAX_DEBUG"):
             raise  # the full traceback, for bug reports
-        print(f"albert-jax {args.command}: error: {e}", file=sys.stderr)
+        first, *rest = str(e).strip().splitlines() or [type(e).__name__]
+        more = f" [{len(rest)} more line(s): rerun with ALBERT_JAX_DEBUG=1 for all]" if rest else ""
+        print(f"albert-jax {args.command}: error: {first}{more}", file=sys.stderr)  # one line, always
         return 2
 
 

@@ -32,13 +32,17 @@ from albert_jax.tasks.finetune import KNOBS  # noqa: E402  (one owner)
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
     from albert_jax.tasks.protocol import protocol
-    from albert_jax.tasks.registry import make_task
+    from albert_jax.experiments.validate import near
+    from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
 
     args = A.split_arg(arg)
     scale = args.pop("scale", "smoke")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
     task_name = args.pop("task", "rt_sentiment")
+    if task_name not in TASKS:
+        raise ValueError(f"task={task_name!r}: unknown task{near(task_name, TASKS)}; local tasks (offline): "
+                         f"{', '.join(LOCAL)}; TFDS catalog tasks: {', '.join(CATALOG)}")
     task = make_task(task_name)
     row = protocol(task.table14)
     c = ml_collections.ConfigDict()
@@ -47,7 +51,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.init = args.pop("init", "random")
     c.init_step = 0  # 0: the source's best (fine-tuning) or latest (pretraining) checkpoint
     c.reset_head = False  # a fine-tuned source's head is reused for the same task; true starts a new one
-    c.num_seeds = int(args.pop("seeds", {"smoke": 1, "cpu": 3, "paper": 5}[scale]))
+    c.num_seeds = {"smoke": 1, "cpu": 3, "paper": 5}[scale]
+    if "seeds" in args:
+        c.num_seeds = A.parse_value("seeds", args.pop("seeds"), int)
+        if c.num_seeds < 1:
+            raise ValueError(f"seeds={c.num_seeds}: must be an integer >= 1")
 
     model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
     base = preset(model_preset, **(SMOKE_MODEL if model_preset == "smoke" else {}))

@@ -136,6 +136,6 @@ def test_user_corpus_bad_input(tmp_path, data_dir):
         bad.download_and_prepare()
     assert not (data_dir / "text_corpus" / "bad" / "1.0.0").exists()
     only_empty = builders.TextCorpus(paths=[empty], corpus_name="empty", data_dir=data_dir)
-    with pytest.raises(ValueError, match="no records"):
+    with pytest.raises(ValueError, match=r"no documents in .*empty\.txt \(the files are empty"):
         only_empty.download_and_prepare()
     assert not (data_dir / "text_corpus" / "empty" / "1.0.0").exists()

@@ -5,12 +5,22 @@ import logging
 import sys
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def setup_logging(level: str) -> None:
-    numeric = getattr(logging, str(level).upper(), None)
-    if not isinstance(numeric, int):
-        raise ValueError(f"--log-level={level!r}: allowed DEBUG, INFO, WARNING, ERROR")
-    logging.basicConfig(level=numeric, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
+    """`--log-level` for our own loggers (albert_jax.*: "resumed from step N", the config's warnings...).
+
+    Other libraries' loggers (orbax and absl log dozens of INFO lines per checkpoint, JAX its backend probing) stay
+    at WARNING unless the level is DEBUG, so that INFO shows what this program says rather than burying it."""
+    name = str(level).upper()
+    if name not in LEVELS:
+        raise ValueError(f"--log-level={level!r}: allowed {', '.join(LEVELS)}")
+    numeric = getattr(logging, name)
+    others = numeric if numeric <= logging.DEBUG else max(numeric, logging.WARNING)
+    logging.basicConfig(level=others, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
                         force=True)
+    logging.getLogger("albert_jax").setLevel(numeric)
 
 
 def load_experiment(spec: str, overrides):
@@ -27,4 +37,6 @@ def add_run_arguments(p, example: str) -> None:
     p.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events, config.json")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (typed), e.g. train.num_train_steps=50 or model.embedding_size=256")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO",
+                   help="DEBUG, INFO, WARNING or ERROR, for albert_jax's own messages (other libraries log at "
+                   "WARNING unless DEBUG)")

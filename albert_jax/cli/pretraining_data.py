@@ -3,16 +3,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 
 def _cmd_create(args) -> int:
     from albert_jax.tasks.pretraining.instances import PretrainingConfig, create_pretraining_data
 
-    cfg = PretrainingConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,
-                            masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
-                            dupe_factor=args.dupe_factor, task=args.task, ngram=args.ngram,
-                            single_sentence=args.single_sentence.replace("-", "_"), masking=args.masking,
-                            nsp_buffer_docs=args.nsp_buffer_docs)
+    try:
+        cfg = PretrainingConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,
+                                masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+                                dupe_factor=args.dupe_factor, task=args.task, ngram=args.ngram,
+                                single_sentence=args.single_sentence.replace("-", "_"), masking=args.masking,
+                                nsp_buffer_docs=args.nsp_buffer_docs)
+    except ValueError as e:  # name the flag the user typed, not the dataclass field
+        flags = {"max_predictions_per_seq": "max-predictions"}
+        raise ValueError(re.sub(r"PretrainingConfig\.(\w+)=",
+                                lambda m: "--" + flags.get(m.group(1), m.group(1).replace("_", "-")) + "=",
+                                str(e))) from None
     summary = create_pretraining_data(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
                                       workers=args.workers)
     print(json.dumps(summary["totals"], indent=1))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import logging
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -31,6 +32,17 @@ from etils import epath
 from albert_jax.data import corpora, fetch, labeled
 
 _SPLITS = ("train", "validation", "test")
+
+
+class _QuietCustomConfig(logging.Filter):
+    """TFDS warns "Using custom data configuration ..." whenever a builder gets a config object, which ours always
+    do (max_docs subsets, a user's corpus): a warning about nothing, on every run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Using custom data configuration")
+
+
+logging.getLogger("absl").addFilter(_QuietCustomConfig())
 
 
 def default_data_dir(cache_dir: Path | str | None = None) -> Path:
@@ -94,12 +106,15 @@ class _Builder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
         by_split = self._records_by_split()
         empty = [s for s, recs in by_split.items() if not recs]
         if len(empty) == len(by_split):
-            raise ValueError(f"{self.name}/{self.builder_config.name}: no records to write")
+            raise ValueError(self._no_records_message())
         # TFDS cannot write an empty split; tiny max_docs subsets may lack validation/test
         return {s: self._generate_examples(recs) for s, recs in by_split.items() if recs}
 
     def _generate_examples(self, records):
         yield from records
+
+    def _no_records_message(self) -> str:
+        return f"{self.name}/{self.builder_config.name}: no records to write"
 
 
 def _doc_record(doc: corpora.Document, segmented: bool) -> dict:
@@ -190,12 +205,21 @@ class TextCorpus(_DocumentBuilder):
         cfg = self.builder_config
         if not cfg.paths:
             raise ValueError("text_corpus: pass paths=[...] (one or more files) to build a user corpus")
+        self.stats = corpora.CorpusStats()
         docs = corpora.read_text_corpus(cfg.paths, encoding=cfg.encoding, bad_lines=cfg.bad_lines,
                                         stats=self.stats, source=cfg.name)
         for i, doc in enumerate(docs):
             if cfg.max_docs is not None and i >= cfg.max_docs:
                 return
             yield doc
+
+    def _no_records_message(self) -> str:
+        cfg, st = self.builder_config, self.stats
+        files = ", ".join(cfg.paths)
+        why = "the files are empty or hold only blank lines"
+        if st.skipped_lines:
+            why += f"; {len(st.skipped_lines)} line(s) were skipped, the first: {st.skipped_lines[0]}"
+        return f"no documents in {files} ({why})"
 
 
 class _LabeledBuilder(_Builder, skip_registration=True):
@@ -330,6 +354,23 @@ def _import_catalog_module(name: str) -> None:
             pass
 
 
+def catalog_names() -> list[str]:
+    """Every dataset name TFDS knows here (ours and the catalog's, without community datasets)."""
+    _import_catalog_module("")
+    return sorted(tfds.list_builders(with_community_datasets=False))
+
+
+def unknown_dataset_message(name: str) -> str:
+    """One line for a dataset name nobody knows, with the close ones (not TFDS's catalogue of hundreds)."""
+    import difflib
+
+    base = name.partition("/")[0].partition(":")[0]
+    close = difflib.get_close_matches(base, catalog_names(), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return (f"dataset {name!r} not found: neither ours ({', '.join(BUILDERS)}) nor in the TFDS catalog{hint} "
+            "(tfds.list_builders() lists the catalog)")
+
+
 def load_source(name: str, split: str = "train", data_dir: str | Path | None = None, *,
                 cache_dir: str | Path | None = None, download: bool = True, **builder_kwargs):
     """A random-access source (len, __getitem__) over one split of our datasets or a TFDS catalog dataset.
@@ -354,4 +395,8 @@ def load_source(name: str, split: str = "train", data_dir: str | Path | None = N
         tfds.builder_cls(base)
     except tfds.core.registered.DatasetNotFoundError:
         _import_catalog_module(base)
+        try:
+            tfds.builder_cls(base)
+        except tfds.core.registered.DatasetNotFoundError:
+            raise ValueError(unknown_dataset_message(name)) from None
     return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download, builder_kwargs=kwargs)

@@ -377,8 +377,9 @@ def read_text_corpus(paths: Sequence[str | Path], *, source: str = "text", encod
 
     Files are read in the given order; a document never spans two files. Empty files are skipped and listed in
     `stats.empty_files`. A line that cannot be decoded or is longer than `max_line_chars` (almost surely not a
-    sentence: a file without line breaks) raises ValueError naming the file and line, or with
-    bad_lines="skip" is dropped and listed in `stats.skipped_lines`. Raises FileNotFoundError for a missing file
+    sentence: a file without line breaks) or holds a NUL byte (binary or corrupted data, which would otherwise flow
+    into the training text) raises ValueError naming the file and line, or with bad_lines="skip" is dropped and
+    listed in `stats.skipped_lines`. Raises FileNotFoundError for a missing file (ValueError for a directory)
     before reading anything.
     """
     if bad_lines not in ("raise", "skip"):
@@ -388,8 +389,12 @@ def read_text_corpus(paths: Sequence[str | Path], *, source: str = "text", encod
     if not paths:
         raise ValueError("read_text_corpus: no input files given")
     for p in paths:
+        if p.is_dir():
+            raise ValueError(f"corpus file {p} is a directory; pass the files in it (each in the official format)")
+        if not p.exists():
+            raise FileNotFoundError(f"corpus file {p} does not exist")
         if not p.is_file():
-            raise FileNotFoundError(f"corpus file {p} does not exist (or is not a regular file)")
+            raise ValueError(f"corpus file {p} is not a regular file")
     for path in paths:
         stats.files += 1
         n_in_file, sents = 0, []
@@ -412,6 +417,13 @@ def read_text_corpus(paths: Sequence[str | Path], *, source: str = "text", encod
                            f"as {encoding}; re-encode the file as UTF-8 or pass the right encoding")
                     if bad_lines == "raise":
                         raise ValueError(why) from None
+                    stats.skipped_lines.append(why)
+                    continue
+                if "\x00" in line:
+                    why = (f"{path}:{lineno}: holds a NUL byte at column {line.index(chr(0)) + 1} (a binary or "
+                           "corrupted file?); remove the NUL bytes (e.g. tr -d '\\000' < in > out)")
+                    if bad_lines == "raise":
+                        raise ValueError(why)
                     stats.skipped_lines.append(why)
                     continue
                 line = line.lstrip("\ufeff") if lineno == 1 else line

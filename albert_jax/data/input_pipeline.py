@@ -99,7 +99,8 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
     pi = jax.process_index() if process_index is None else process_index
     pc = jax.process_count() if process_count is None else process_count
     if global_batch_size % pc:
-        raise ValueError(f"global_batch_size={global_batch_size} must be divisible by the process count {pc}")
+        raise ValueError(f"the batch size {global_batch_size} (train.batch_size) must be divisible by the process "
+                         f"count {pc}")
     local_batch = global_batch_size // pc
     if sharding is not None:
         n_dev = sharding.mesh.devices.size if hasattr(sharding, "mesh") else len(sharding.device_set)
@@ -107,16 +108,17 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
         axes = (spec0,) if isinstance(spec0, str) else tuple(spec0 or ())
         n_shards = int(np.prod([sharding.mesh.shape[a] for a in axes])) if axes else 1
         if global_batch_size % n_shards:
-            raise ValueError(f"global_batch_size={global_batch_size} is not divisible by the {n_shards} shards of "
+            raise ValueError(f"the batch size {global_batch_size} (train.batch_size) is not divisible by the "
+                             f"{n_shards} shards of "
                              f"the batch axis {axes} (mesh of {n_dev} devices)")
     n = len(source)
     if n // pc < local_batch:
-        raise ValueError(f"the source has {n} records: too few for one local batch of {local_batch} on each of "
-                         f"{pc} process(es)")
+        raise ValueError(f"the source has {n} records: too few for one batch of {local_batch} (train.batch_size) "
+                         f"on each of {pc} process(es); lower train.batch_size or use more data")
     if (transform_fn is None) == (random_transform_fn is None):
         raise ValueError("make_batch_iterator needs exactly one of transform_fn and random_transform_fn")
     if global_batch_size <= 0:
-        raise ValueError(f"global_batch_size={global_batch_size}: must be a positive integer")
+        raise ValueError(f"the batch size {global_batch_size} (train.batch_size) must be a positive integer")
     op = _Transform(transform_fn) if transform_fn is not None else _RandomTransform(random_transform_fn)
     if worker_count > 0:
         _mark_absl_flags_parsed()

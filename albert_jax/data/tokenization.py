@@ -72,7 +72,8 @@ def iter_lines(path: str | os.PathLike, *, max_chars: int = MAX_LINE_CHARS,
     """(line number, text) for each line of a UTF-8 file, reading at most ~4*max_chars bytes of any one line.
 
     Undecodable bytes raise a ValueError naming the file and line (the official code silently drops them, which
-    hides a wrong encoding). Over-long lines are skipped; their line numbers are appended to `skipped`.
+    hides a wrong encoding), and so does a NUL byte (binary or corrupted data would otherwise become training
+    text). Over-long lines are skipped; their line numbers are appended to `skipped`.
     """
     limit = 4 * max_chars + 4  # UTF-8 needs at most 4 bytes a character
     with open(path, "rb") as f:
@@ -97,6 +98,9 @@ def iter_lines(path: str | os.PathLike, *, max_chars: int = MAX_LINE_CHARS,
                 if skipped is not None:
                     skipped.append(lineno)
                 continue
+            if "\x00" in line:
+                raise ValueError(f"{path}:{lineno}: holds a NUL byte at column {line.index(chr(0)) + 1} (a binary or "
+                                 "corrupted file?); remove the NUL bytes (e.g. tr -d '\\000' < in > out)")
             yield lineno, line
 
 

@@ -27,7 +27,7 @@ from flax import linen as nn
 
 from albert_jax.config import AlbertConfig
 from albert_jax.data import tokenization
-from albert_jax.experiments import args
+from albert_jax.experiments import args, validate
 from albert_jax.tasks.registry import make_task
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop
@@ -203,7 +203,9 @@ def _summarise(per_seed: list[dict]) -> dict:
 def finetune(config, workdir: str) -> dict:
     from albert_jax.tasks.pretraining.run import init_distributed
 
+    validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
     init_distributed(config)
+    validate.check_devices(config)
     task = make_task(config.task)
     src = resolve_init(config.init, config.init_step or None)
     check_head(task, src, config.reset_head)

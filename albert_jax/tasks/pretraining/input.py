@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -19,19 +20,30 @@ from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.data import builders, fetch
 from albert_jax.tasks.pretraining.task import BATCH_KEYS
 
+log = logging.getLogger("albert_jax.pretrain")
 
-def _write_official_format(source, path: Path) -> int:
-    """Documents as the official input format: one sentence per line, a blank line between documents."""
+
+def _write_official_format(source, path: Path, corpus: str = "") -> int:
+    """Documents as the official input format: one sentence per line, a blank line between documents.
+
+    NUL bytes (a catalog corpus's binary debris; a user's text_corpus refuses them with file:line when it is
+    read) are removed and counted, never written into the training text."""
     tmp = path.with_name(path.name + ".tmp")
-    n = 0
+    n, nul_docs, nuls = 0, 0, 0
     with open(tmp, "w", encoding="utf-8") as f:
         for i in range(len(source)):
             text = source[i]["text"]
             text = text.decode("utf-8") if isinstance(text, bytes) else text
+            if "\x00" in text:
+                nul_docs, nuls = nul_docs + 1, nuls + text.count("\x00")
+                text = text.replace("\x00", "")
             if text.strip():
                 f.write(text.strip() + "\n\n")
                 n += 1
     os.replace(tmp, path)
+    if nuls:
+        log.warning("corpus %s: removed %d NUL byte(s) from %d document(s) of %s", corpus, nuls, nul_docs,
+                    path.name)
     return n
 
 
@@ -107,6 +119,8 @@ def prepare(config) -> PretrainData:
             raise ValueError(f"data.corpus={d.corpus!r} needs data.corpus_paths (comma-separated files in the "
                              "official format: one sentence per line, a blank line between documents)")
         for p in paths:
+            if os.path.isdir(p):
+                raise ValueError(f"data.corpus_paths: {p} is a directory; list its files instead (comma-separated)")
             if not os.path.isfile(p):
                 raise FileNotFoundError(f"data.corpus_paths: {p} does not exist")
         held_out = d.held_out_fraction
@@ -125,12 +139,17 @@ def prepare(config) -> PretrainData:
                 source = builders.load_source(tfds_name, split, cache_dir=cache, **source_kwargs)
             except ValueError as e:
                 if "Unknown split" not in str(e):
-                    raise
-                raise ValueError(f"corpus {d.corpus!r} has no documents in its {split!r} split (documents are "
-                                 "assigned by a hash of their id); add documents or raise "
-                                 "data.held_out_fraction") from None
-            if _write_official_format(source, path) == 0:
-                raise ValueError(f"corpus {d.corpus!r} split {split!r} holds no documents")
+                    raise ValueError(f"data.corpus={d.corpus!r}: {e}") from None
+                if not d.corpus.startswith("text_corpus"):
+                    raise ValueError(f"data.corpus={d.corpus!r} has no {split!r} split") from None
+                # Documents go to a split by a hash of their id: a small corpus can leave one split empty.
+                fix = ("lower data.held_out_fraction (or add documents)" if split == "train" else
+                       "add documents or raise data.held_out_fraction (0.1 suits a small corpus)")
+                raise ValueError(f"data.corpus={d.corpus!r} has no documents in its {split!r} split "
+                                 f"(data.held_out_fraction={d.held_out_fraction!r} of the documents, chosen by a "
+                                 f"hash of their id, go to validation and as many to test); {fix}") from None
+            if _write_official_format(source, path, d.corpus) == 0:
+                raise ValueError(f"data.corpus={d.corpus!r}: its {split!r} split holds no text")
         texts[split] = path
     if d.spm_model:
         tokenizer = tokenization.Tokenizer.load(d.spm_model)

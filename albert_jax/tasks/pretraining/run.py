@@ -13,7 +13,7 @@ from flax import linen as nn
 
 from albert_jax import sharding as shd
 from albert_jax.config import AlbertConfig
-from albert_jax.experiments import args
+from albert_jax.experiments import args, validate
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop
 from albert_jax.training import state as st
@@ -73,7 +73,9 @@ def init_distributed(config) -> None:
 def pretrain(config, workdir: str) -> dict[str, float]:
     from albert_jax.tasks.pretraining import input as pretrain_input  # imports tfds/grain only when training
 
+    validate.validate(config, "pretrain", workdir)  # the whole config, in seconds, before any data is built
     init_distributed(config)
+    validate.check_devices(config)
     data = pretrain_input.prepare(config)
     model_cfg = model_config_from(config, data.vocab_size)
     data.check_vocab(model_cfg.vocab_size)
