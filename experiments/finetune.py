@@ -90,6 +90,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.train.keep_checkpoints = 1
     c.train.seed = 0  # seeds are seed, seed+1, ...
     c.train.peak_flops = 0.0
+    # Resuming with changed steps/learning rate/warmup/batch/accumulation/weight decay is refused unless true; the
+    # change is then recorded in config.json "changes" (docs/training.md, "What a run guarantees").
+    c.train.allow_changed_schedule = False
 
     c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
     c.distributed = ml_collections.ConfigDict(dict(coordinator="", num_processes=0, process_id=-1))

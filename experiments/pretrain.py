@@ -74,6 +74,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.train.init_from = ""  # another run's workdir to start from (when this workdir has no checkpoint)
     c.train.init_mode = "copy"  # copy | group0 (official --init_from_group0) | deeper (warm start, Table 11)
     c.train.peak_flops = 0.0  # per device; 0: look the device kind up (CPU: unknown unless set)
+    # Resuming with changed steps/learning rate/warmup/batch/accumulation/weight decay is refused unless true; the
+    # change is then recorded in config.json "changes" (docs/training.md, "What a run guarantees").
+    c.train.allow_changed_schedule = False
 
     c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
     c.distributed = ml_collections.ConfigDict(dict(coordinator="", num_processes=0, process_id=-1))

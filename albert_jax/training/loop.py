@@ -4,6 +4,13 @@ setup (mesh, config.json, tokenizer copy) -> sharded state (restore, or init fro
 fresh) -> loop (dispatch step t, then read step t-1's metrics; log; evaluate; keep the best dev checkpoint;
 checkpoint; stop on SIGTERM/SIGINT or a non-finite loss) -> final evaluation and checkpoint.
 
+What a run guarantees (docs/training.md, "What a run guarantees"): one writer per workdir (workdir.lock); a resume
+continues the recorded run or is refused before anything is written (workdir.reconcile); no checkpoint holds a
+non-finite state; every checkpoint is verified against its sha256 manifest before it is trusted, and a step that
+fails verification, restore, or loading its data-iterator state is set aside for the previous one; a failed
+save stops the run at once with one line; the error for a non-finite run names the last good checkpoint, or says
+there is none.
+
 A `Run` carries what differs between callers: the task (model, loss, metrics), its data, the model config, the
 train section of the experiment config, and optionally the initial parameters.
 """
@@ -26,12 +33,14 @@ from albert_jax.training import metrics as mx
 from albert_jax.training import optim
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
+from albert_jax.training import workdir as wdir
 
 log = logging.getLogger("albert_jax.train")
 
 
-class NonFiniteLossError(RuntimeError):
-    pass
+class NonFiniteLossError(RuntimeError, ValueError):
+    """The loss, gradient or state went NaN/inf. A ValueError too, so the CLI prints it as one line: the message
+    is the whole story (the step, and which checkpoint a rerun would resume from)."""
 
 
 @dataclasses.dataclass
@@ -97,17 +106,70 @@ def _row_from(task, m: dict) -> dict[str, float]:
     return row
 
 
+def _last_good(step: int | None, directory: str) -> str:
+    """The end of a non-finite error: which checkpoint a rerun would resume from (true at the moment it is said:
+    only steps this run restored or saved after checking them count)."""
+    if step is None:
+        return (f"no checkpoint was saved in {directory}, so there is nothing to resume from: rerun with a lower "
+                "train.learning_rate or more train.warmup_steps")
+    return (f"the last good checkpoint is step {step} in {directory}; a rerun resumes there (to change course, "
+            f"lower train.learning_rate with --set {wdir.FLAG}=true)")
+
+
+def _resume_best(best_ckpt, start: int) -> dict:
+    """The best dev checkpoint to carry on from, verified. One from a step past the resumed one (the walk-back
+    rolled the run back) is set aside and the best is chosen again as those steps are repeated; a damaged one stops
+    the run: the best evaluation it held cannot be recovered."""
+    step = best_ckpt.steps()[-1]
+    if step > start:
+        log.warning("best checkpoint %s/%d set aside: it is from after the resumed step %d; the best is chosen again "
+                    "as those steps are repeated", best_ckpt.directory, step, start)
+        best_ckpt.set_aside([(step, f"from step {step}, after the resumed step {start}")], "rolled-back")
+        return {"value": -math.inf, "step": 0}
+    try:
+        best_ckpt.verify(step)
+    except ckpt.ChecksumError as e:
+        raise ckpt.CheckpointError(f"the best checkpoint {best_ckpt.directory}/{step} is damaged ({e}): the best "
+                                   "evaluation it held cannot be recovered; rerun in a fresh workdir") from e
+    meta = ckpt.read_meta(best_ckpt.directory, step)
+    return {"value": meta.get("best_value", -math.inf), "step": meta.get("step", 0)}
+
+
 def train(run: Run, workdir: str) -> dict[str, Any]:
-    """Train `run` in `workdir` (resuming what it holds); returns {'eval': last eval, 'best': ..., 'step': ...}."""
+    """Train `run` in `workdir` (resuming what it holds); returns {'eval': last eval, 'best': ..., 'step': ...}.
+
+    Refused (WorkdirError, before anything is written) when another run holds the workdir or the workdir records
+    another model/data, or a changed schedule without train.allow_changed_schedule=true."""
+    keep = run.config.train.keep_checkpoints
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
+        raise ValueError(f"train.keep_checkpoints={keep!r}: a run must keep at least 1 checkpoint (0 would delete "
+                         "every checkpoint it writes, the last one included)")
+    os.makedirs(workdir, exist_ok=True)
+    with wdir.lock(workdir):
+        return _train(run, workdir)
+
+
+def _train(run: Run, workdir: str) -> dict[str, Any]:
     config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
     t = config.train
-    os.makedirs(workdir, exist_ok=True)
+    ckpt_dir, best_dir = os.path.join(workdir, "checkpoints"), os.path.join(workdir, "best")
+    record = {"experiment": jsonable(config), "model": model_cfg.to_dict(), "task": task.describe(),
+              "data": data.summary, "jax": jax.__version__, "devices": jax.device_count(),
+              "device_kind": jax.devices()[0].device_kind, **run.extra_meta}
+    resuming = ckpt.has_steps(ckpt_dir) or (run.select is not None and ckpt.has_steps(best_dir))
+    recorded = wdir.read_record(workdir) if resuming else None
+    latest = max((int(n) for n in os.listdir(ckpt_dir) if n.isdigit()), default=None) \
+        if ckpt.has_steps(ckpt_dir) else None
+    # Compare before anything is written: a refused resume leaves config.json as the run recorded it.
+    record, changes = wdir.reconcile(workdir, recorded, json.loads(json.dumps(record)),
+                                     allow_changed_schedule=bool(t.get("allow_changed_schedule", False)),
+                                     at_step=latest)
+    if changes:
+        log.warning("resuming with changed settings (recorded in config.json 'changes'): %s",
+                    ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changes.items()))
     mesh = shd.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.tensor)
     if jax.process_index() == 0:
-        with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
-            json.dump({"experiment": jsonable(config), "model": model_cfg.to_dict(), "task": task.describe(),
-                       "data": data.summary, "jax": jax.__version__, "devices": jax.device_count(),
-                       "device_kind": jax.devices()[0].device_kind, **run.extra_meta}, f, indent=1)
+        wdir.write_record(workdir, record)
         tokenizer = getattr(data, "tokenizer", None)
         if tokenizer is not None and hasattr(tokenizer, "save"):
             tokenizer.save(workdir)  # the run's own copy: fine-tuning and export read it from here
@@ -120,12 +182,14 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
     schedule = optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps)
     abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
     train_step, eval_step = ts.jit_steps(task, model_cfg, tx, mesh, shardings, t.grad_accum_steps)
-    checkpointer = ckpt.Checkpointer(os.path.join(workdir, "checkpoints"), keep=t.keep_checkpoints)
-    best_ckpt = ckpt.Checkpointer(os.path.join(workdir, "best"), keep=1) if run.select else None
+    # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
+    checkpointer = ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True)
+    best_ckpt = ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None
     batch_sh = shd.batch_sharding(mesh)
     batches = data.train_iterator(t.batch_size, batch_sh, seed=t.seed)
 
-    restored = checkpointer.restore_latest(abstract_state)
+    # Loading the data-iterator state is part of restoring a step: a damaged one sends the walk back too.
+    restored = checkpointer.restore_latest(abstract_state, validate=lambda _s, d, _m: batches.set_state(d))
     best = {"value": -math.inf, "step": 0}
     if restored is None:
         start = 0
@@ -134,12 +198,11 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
         else:
             state = st.init_state(task, model_cfg, tx, mesh, jax.random.PRNGKey(t.seed), shardings)
     else:
-        start, state, data_state, _ = restored
-        batches.set_state(data_state)
+        start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
         log.info("resumed from step %d", start)
         if best_ckpt is not None and best_ckpt.steps():
-            meta = ckpt.read_meta(best_ckpt.directory, best_ckpt.steps()[-1])
-            best = {"value": meta.get("best_value", -math.inf), "step": meta.get("step", 0)}
+            best = _resume_best(best_ckpt, start)
+    last_good = start if restored is not None else None  # the newest checked checkpoint on disk
     metrics_path = os.path.join(workdir, "metrics.jsonl")
     if jax.process_index() == 0:
         _truncate_metrics(metrics_path, start)
@@ -173,7 +236,7 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
         if not (math.isfinite(float(m["loss"])) and math.isfinite(float(m["grad_norm"]))):
             raise NonFiniteLossError(
                 f"non-finite loss or gradient at step {done} (loss={float(m['loss'])}, grad_norm="
-                f"{float(m['grad_norm'])}); the last good checkpoint in {checkpointer.directory} is kept")
+                f"{float(m['grad_norm'])}); {_last_good(last_good, checkpointer.directory)}")
         if done % t.log_every == 0 or done == t.num_train_steps:
             row = _row_from(task, m)
             row["learning_rate"] = float(schedule(done - 1))  # the rate this step's update used
@@ -196,6 +259,7 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
         for step in range(start, t.num_train_steps):
             batch = next(batches)
             state, new_metrics = train_step(state, batch, rng)
+            checkpointer.poll()  # a failed background save stops the run here, not several saves later
             if pending is not None:
                 process(*pending)  # step t-1's metrics, read while step t runs
             done = step + 1
@@ -208,9 +272,16 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
             do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps or stop["signal"]
             if not (do_eval or do_save):
                 continue
-            # `state` is exactly step `done` here: check it is finite before evaluating or saving it.
+            # `state` is exactly step `done` here: check it is finite before evaluating or saving it. The loss
+            # and gradient can be finite while the update already made the parameters NaN: check the state.
             process(*pending)
             pending = None
+            bad = ckpt.nonfinite_leaves(state)
+            if bad:
+                raise NonFiniteLossError(
+                    f"non-finite values in the train state at step {done} ({ckpt.describe_leaves(bad)}) although "
+                    f"the loss and gradient were finite; it was not saved; "
+                    f"{_last_good(last_good, checkpointer.directory)}")
             if do_eval:
                 last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
                                      t.eval_batches)
@@ -224,12 +295,14 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
                     if best["step"] == 0 or score > best["value"]:
                         best = {"value": score, "step": done}
                         best_ckpt.save(done, state, batches.get_state(),
-                                       meta_for(done, best_metric=run.select, best_value=score, eval=last_eval))
+                                       meta_for(done, best_metric=run.select, best_value=score, eval=last_eval),
+                                       check_finite=False)  # checked above
                         # Synchronous: once the step's regular checkpoint exists, the best up to it is on disk,
                         # so a run killed at any moment resumes with the same best.
                         best_ckpt.wait()
             if do_save:
-                checkpointer.save(done, state, batches.get_state(), meta_for(done))
+                checkpointer.save(done, state, batches.get_state(), meta_for(done), check_finite=False)
+                last_good = done
                 writer.flush()
             meter.pause()
             if stop["signal"]:
@@ -240,9 +313,11 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
             signal.signal(s, h)
         bar.close()
         writer.close()
-        checkpointer.close()
-        if best_ckpt is not None:
-            best_ckpt.close()
+        try:
+            checkpointer.close()
+        finally:
+            if best_ckpt is not None:
+                best_ckpt.close()
     result = {"eval": last_eval, "step": int(jax.device_get(state.step)), "stopped": stop["signal"] is not None}
     if best_ckpt is not None:
         result["best"] = best

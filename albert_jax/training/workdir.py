@@ -1,0 +1,215 @@
+"""A workdir belongs to one run: one writer at a time, and a resume continues the run the workdir records.
+
+- `lock(workdir)`: an exclusive `fcntl.flock` on `workdir/run.lock`, which records the holder's pid, host, start
+  time and command. A second run on the same workdir is refused with a message naming the holder. The OS drops
+  the lock when the holder exits in any way (SIGKILL included), so a killed run never leaves it stuck; the
+  file's old contents are then simply overwritten. In a multi-process run process 0 takes the lock and every
+  process learns the outcome.
+- `reconcile(old, new, ...)`: a resume compares the run's recorded config.json with the new one before anything
+  is written. A changed model, task or data (IDENTITY) is refused with the differing fields listed; a changed
+  schedule (SCHEDULE: steps, learning rate, warmup, batch, accumulation, weight decay) only with
+  `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes` list. Fields
+  that only say how the run is watched or laid out (logging, eval and checkpoint cadence, mesh, versions) may
+  change freely and are recorded too.
+"""
+from __future__ import annotations
+
+import datetime
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+import jax
+import numpy as np
+
+LOCK_NAME = "run.lock"
+
+# Prefixes of config.json keys (flattened with '.') that make a run what it is: its checkpoints belong to them.
+IDENTITY = ("model.", "task.", "data.", "init.", "experiment.experiment", "experiment.model.",
+            "experiment.model_preset", "experiment.data.", "experiment.task", "experiment.init", "experiment.init_step",
+            "experiment.reset_head", "experiment.train.optimizer", "experiment.train.seed")
+# Model fields that change neither the checkpoint nor the numbers (only memory use and speed).
+RUNTIME_MODEL_FIELDS = ("remat_policy",)
+# Keys that change the rest of the trajectory but not what the checkpoint is: allowed with the flag.
+SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_rate", "warmup_steps", "batch_size",
+                                                   "grad_accum_steps", "weight_decay"))
+FLAG = "train.allow_changed_schedule"
+_NOT_COMPARED = ("changes",)
+
+
+class WorkdirError(ValueError):
+    """This run may not use the workdir as asked; the message says why and what to do (printed as one line)."""
+
+
+# ---------------------------------------------------------------- the lock
+class WorkdirLock:
+    def __init__(self, workdir: str):
+        self.path = os.path.join(os.path.abspath(workdir), LOCK_NAME)
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise WorkdirError(f"{os.path.dirname(self.path)} is in use by another run ({self.holder()}); one run "
+                               "writes a workdir at a time: wait for it to finish, stop it, or use another "
+                               "--workdir") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                 "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                                 "command": " ".join(sys.argv)}).encode())
+        os.fsync(fd)
+        self.fd = fd
+
+    def holder(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                h = json.load(f)
+            return f"pid {h['pid']} on {h['host']}, started {h['started']}; lock file {self.path}"
+        except (OSError, ValueError, KeyError):
+            return f"lock file {self.path}"
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.ftruncate(self.fd, 0)  # nobody holds it: no stale holder to show
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "WorkdirLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock(workdir: str) -> WorkdirLock:
+    """The workdir's lock, held by this run (process 0 holds the file; every process raises if it is taken)."""
+    lk = WorkdirLock(workdir)
+    error = None
+    if jax.process_index() == 0:
+        try:
+            lk.acquire()
+        except WorkdirError as e:
+            error = e
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+        ok = int(multihost_utils.broadcast_one_to_all(np.int32(error is None)))
+        if not ok and error is None:
+            error = WorkdirError(f"{workdir} is in use by another run (process 0 could not lock {lk.path})")
+    if error is not None:
+        raise error
+    return lk
+
+
+# ---------------------------------------------------------------- comparing a resume with the recorded run
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        if not tree and prefix:
+            out[prefix[:-1]] = {}
+        return out
+    return {prefix[:-1]: tree}
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """Files of the data summary compare by their last two path components (the content-hashed cache directory
+    and the file): the same data found under another cache root is the same data."""
+    if key.startswith("data.") and isinstance(value, (list, str)):
+        vals = value if isinstance(value, list) else [value]
+        if all(isinstance(v, str) and os.path.isabs(v) for v in vals):
+            norm = ["/".join(v.rstrip("/").split("/")[-2:]) for v in vals]
+            return norm if isinstance(value, list) else norm[0]
+    if isinstance(value, list):
+        return json.loads(json.dumps(value))
+    return value
+
+
+def kind_of(key: str) -> str:
+    """'identity' (refused), 'schedule' (needs the flag) or 'free' for a flattened config.json key."""
+    leaf = key.rsplit(".", 1)[-1]
+    if key.startswith(("model.", "experiment.model.")) and leaf in RUNTIME_MODEL_FIELDS:
+        return "free"
+    if any(key == p or key.startswith(p if p.endswith(".") else p + ".") for p in IDENTITY):
+        return "identity"
+    if key in SCHEDULE:
+        return "schedule"
+    return "free"
+
+
+def differences(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
+    """Flattened key -> (recorded, new) for every key whose value differs (a missing key reads as None)."""
+    a = {k: v for k, v in _flatten(old).items() if k.split(".")[0] not in _NOT_COMPARED}
+    b = {k: v for k, v in _flatten(new).items() if k.split(".")[0] not in _NOT_COMPARED}
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
+            if _comparable(k, a.get(k)) != _comparable(k, b.get(k))}
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _listing(diffs: dict[str, tuple[Any, Any]]) -> str:
+    return ", ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in diffs.items())
+
+
+def reconcile(workdir: str, old: dict | None, new: dict, *, allow_changed_schedule: bool,
+              at_step: int | None) -> tuple[dict, dict[str, tuple[Any, Any]]]:
+    """The record to write to config.json for a run resuming in `workdir` (recorded as `old`), and the changes.
+
+    Raises WorkdirError, before anything is written, when the model/task/data differ, or when the schedule
+    differs without `train.allow_changed_schedule=true`."""
+    if old is None:
+        return new, {}
+    diffs = differences(old, new)
+    identity = {k: v for k, v in diffs.items() if kind_of(k) == "identity"}
+    # The experiment's model section mirrors the resolved model: list a field once.
+    identity = {k: v for k, v in identity.items()
+                if not (k.startswith("experiment.model.") and "model." + k[len("experiment.model."):] in identity)}
+    if identity:
+        raise WorkdirError(f"{workdir} holds a run of another model or data, so its checkpoints cannot continue "
+                           f"this one: {_listing(identity)} (recorded in {os.path.join(workdir, 'config.json')}); "
+                           "use another --workdir, or set these back to the recorded values")
+    schedule = {k: v for k, v in diffs.items() if kind_of(k) == "schedule"}
+    if schedule and not allow_changed_schedule:
+        raise WorkdirError(f"resuming {workdir} with a changed schedule: {_listing(schedule)}; rerun with "
+                           f"--set {FLAG}=true to continue with the new values (the change is recorded in "
+                           "config.json 'changes'), or set them back to the recorded values")
+    record = dict(new)
+    changes = list(old.get("changes", []))
+    if diffs:
+        changes.append({"at_step": at_step, "time": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                        "fields": {k: {"from": a, "to": b, "kind": kind_of(k)} for k, (a, b) in diffs.items()}})
+    if changes:
+        record["changes"] = changes
+    return record, diffs
+
+
+def read_record(workdir: str) -> dict | None:
+    path = os.path.join(workdir, "config.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_record(workdir: str, record: dict) -> None:
+    path = os.path.join(workdir, "config.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    os.replace(tmp, path)
