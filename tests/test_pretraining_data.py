@@ -374,3 +374,18 @@ def test_cli_create(tmp_path, tok, capsys):
     assert main(["pretraining-data", "create", "--input", str(tmp_path / "nope.txt"), "--spm-model", tok.name,
                  "--output-dir", str(out)]) == 2
     assert "nope.txt does not exist" in capsys.readouterr().err
+
+
+def test_eval_set_smaller_than_a_batch_is_measured_whole(tmp_path, tok):
+    """A small corpus's validation split can hold fewer instances than one batch: every instance is still
+    evaluated once (padded rows carry weight 0), instead of the run failing at its first evaluation."""
+    from albert_jax.tasks.pretraining.input import PretrainData
+
+    cfg = D.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, task="sop")
+    D.create_pretraining_data(split_fixture(tmp_path, 1), tok, tmp_path / "eval", cfg, seed=0)
+    shards = D.shard_paths(tmp_path / "eval")
+    n = sum(1 for p in shards for _ in D.read_records(p))
+    data = PretrainData(tok, shards, {"sop": shards}, "static", {}, {})
+    batches = list(data.eval_iterator("sop", n + 5, None))
+    assert len(batches) == 1 and batches[0]["input_ids"].shape[0] == n + 5
+    assert batches[0]["example_weight"].sum() == n and (batches[0]["example_index"] >= 0).sum() == n

@@ -86,6 +86,7 @@ TRAIN_COMMON = {
     "keep_checkpoints": _int(1),
     "seed": _int(0),
     "peak_flops": _float(0.0, note=" (0: look the device up)"),
+    "allow_changed_schedule": _BOOL,  # resume: accept changed steps / learning rate / batch (recorded)
 }
 MESH = {name: Field("int", lambda v: v == -1 or v >= 1, "-1 (all remaining devices) or an integer >= 1")
         for name in ("data", "fsdp", "tensor")}

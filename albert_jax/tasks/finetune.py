@@ -39,6 +39,10 @@ KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_drop
          "scan_layers", "remat_policy")
 
 
+class FinetuneError(ValueError):
+    """A fine-tuning run that cannot produce its results; the message says why."""
+
+
 class InitError(ValueError):
     """An init source that cannot serve this task; the message names the path and what is wrong."""
 
@@ -233,8 +237,12 @@ def finetune(config, workdir: str) -> dict:
             log.warning("seed %d stopped by a signal at step %d; rerun to continue", seed, result["step"])
             return {"stopped": True, "seed": seed}
         best_dir = ckpt.Checkpointer(os.path.join(wd, "best"), keep=1)
-        best_step, best_state, _, best_meta = best_dir.restore_latest(result["_abstract_state"])
+        best = best_dir.restore_latest(result["_abstract_state"])
         best_dir.close()
+        if best is None:
+            raise FinetuneError(f"{wd}/best holds no checkpoint: no dev evaluation ran (train.eval_every="
+                           f"{config.train.eval_every} > train.num_train_steps={config.train.num_train_steps}?)")
+        best_step, best_state, _, best_meta = best
         test = result["_eval_fn"](best_state.params, data.test_sets) if data.test else {}
         record = {"seed": seed, "best_step": best_step, "select": task.headline,
                   "dev": best_meta.get("eval", {}), "test": test, "final_dev": result["eval"]}

@@ -100,11 +100,20 @@ class PretrainData:
                                                   num_epochs=None, sharding=sharding, **kwargs)
 
     def eval_iterator(self, task: str, batch_size: int, sharding):
+        """The eval set in order, the last batch padded with weight-0 rows: a set smaller than one batch (a
+        small corpus's validation split) is still measured, and every example counts once."""
         import grain
+
+        from albert_jax.tasks.features import Features, eval_batches
+
         source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
-        return input_pipeline.make_batch_iterator(source, lambda data: _select(ptd.decode_record(data)),
-                                                  batch_size, seed=0, shuffle=False, num_epochs=1,
-                                                  sharding=sharding)
+
+        def batches():
+            n = len(source)
+            for start in range(0, n, batch_size):
+                rows = [_select(ptd.decode_record(source[i])) for i in range(start, min(n, start + batch_size))]
+                yield from eval_batches(Features.stack(task, rows), batch_size, sharding)
+        return batches()
 
 
 def prepare(config) -> PretrainData:
