@@ -70,6 +70,11 @@ class DownstreamTask(Task):
                    "tokenizer_sha256": getattr(tokenizer, "fingerprint", "")}
         return TaskData(tokenizer, train, dev, test, summary)
 
+    def model_inputs(self, batch):
+        """The encoder inputs every downstream head takes (span QA adds p_mask)."""
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
+                "token_type_ids": batch["segment_ids"]}
+
     def metric_prefix(self, split: str) -> str:
         """The first dev split's metrics are plain (eval/accuracy); other splits are prefixed (MNLI-mm)."""
         return "" if split in (self.dev_splits[:1]) else f"{split}/"
@@ -105,10 +110,6 @@ class ClassificationTask(DownstreamTask):
         return {"input_ids": np.zeros((1, 8), np.int32), "input_mask": np.ones((1, 8), np.int32),
                 "segment_ids": np.zeros((1, 8), np.int32),
                 "label": np.zeros((1,), np.float32 if self.regression else np.int32)}
-
-    def model_inputs(self, batch):
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
-                "token_type_ids": batch["segment_ids"]}
 
     def featurize(self, records, tokenizer, max_len, split, training):
         stats: collections.Counter = collections.Counter()

@@ -61,10 +61,6 @@ class MultipleChoiceTask(DownstreamTask):
         z = np.zeros((1, self.num_choices, 8), np.int32)
         return {"input_ids": z, "input_mask": z + 1, "segment_ids": z, "label": np.zeros((1,), np.int32)}
 
-    def model_inputs(self, batch):
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
-                "token_type_ids": batch["segment_ids"]}
-
     def _pair(self, tokenizer, context, question, option, max_len, stats):
         if "_" in question:
             second = question.replace("_", option)

@@ -40,10 +40,6 @@ class TaggingTask(DownstreamTask):
         z = np.zeros((1, 8), np.int32)
         return {"input_ids": z, "input_mask": z + 1, "segment_ids": z, "labels": z - 1}
 
-    def model_inputs(self, batch):
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
-                "token_type_ids": batch["segment_ids"]}
-
     def featurize(self, records, tokenizer, max_len, split, training):
         stats: collections.Counter = collections.Counter()
         rows = []

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import logging
 import os
@@ -34,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+
+from albert_jax.data.fetch import sha256_file  # the one file hasher
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +117,6 @@ def describe_leaves(leaves: list[str], shown: int = 3) -> str:
 
 
 # ---------------------------------------------------------------- manifests
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_manifest(step_dir: str) -> dict:
     """sha256 and size of every file in `step_dir` (except orbax's commit marker and step metadata)."""
     files = {}
@@ -133,7 +126,7 @@ def write_manifest(step_dir: str) -> dict:
             rel = os.path.relpath(path, step_dir)
             if rel in _UNHASHED_TOP:
                 continue
-            files[rel] = {"size": os.path.getsize(path), "sha256": _sha256(path)}
+            files[rel] = {"size": os.path.getsize(path), "sha256": sha256_file(path)}
     manifest = {"version": 1, "algorithm": "sha256", "files": dict(sorted(files.items()))}
     tmp = os.path.join(step_dir, MANIFEST + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
@@ -160,7 +153,7 @@ def verify_step_dir(step_dir: str) -> bool:
             raise ChecksumError(f"{rel} is missing")
         if os.path.getsize(p) != info["size"]:
             raise ChecksumError(f"{rel} has {os.path.getsize(p)} bytes, {info['size']} were written")
-        if _sha256(p) != info["sha256"]:
+        if sha256_file(p) != info["sha256"]:
             raise ChecksumError(f"{rel} differs from what was written (sha256 mismatch)")
     return True
 
