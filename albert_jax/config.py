@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
@@ -40,6 +41,9 @@ class AlbertConfig:
     # Which parts of a layer are shared across the layers of a group: all (ALBERT), attention, ffn, none (BERT).
     sharing: str = "all"
     num_hidden_groups: int = 1  # G: layer i uses group i*G//L (official)
+    # Layer -> parameter set of the shared parts, e.g. "0-7.8x4" (layers 8-11 share one set); "" = the G rule.
+    # Syntax and rules: `parse_sharing_map`; build one from layer spans with `share_layers`.
+    sharing_map: str = ""
     inner_group_num: int = 1  # blocks applied in sequence inside each layer, each with its own parameters
     # None: project E->H only when E != H. BERT is E == H without projection; HF ALBERT always has one.
     embedding_projection: bool | None = None
@@ -82,9 +86,23 @@ class AlbertConfig:
         if self.sharing == "none" and self.num_hidden_groups != 1:
             raise ConfigError(f"num_hidden_groups={self.num_hidden_groups} with sharing='none': nothing is "
                               "shared, so groups have no meaning; use num_hidden_groups=1")
+        if self.sharing_map:
+            self._validate_sharing_map()
         if not self.use_projection and self.embedding_size != self.hidden_size:
             raise ConfigError(f"embedding_projection=False needs embedding_size == hidden_size "
                               f"(got E={self.embedding_size}, H={self.hidden_size})")
+
+    def _validate_sharing_map(self) -> None:
+        if self.sharing == "none":
+            raise ConfigError(f"sharing_map={self.sharing_map!r} with sharing='none': nothing is shared, so there "
+                              "is nothing to map; use sharing='all', 'attention' or 'ffn', or sharing_map=''")
+        if self.num_hidden_groups != 1:
+            raise ConfigError(f"sharing_map={self.sharing_map!r} with num_hidden_groups={self.num_hidden_groups}: "
+                              "the map replaces the i*G//L group rule; use num_hidden_groups=1")
+        ids = parse_sharing_map(self.sharing_map)
+        if len(ids) != self.num_hidden_layers:
+            raise ConfigError(f"sharing_map={self.sharing_map!r} lists {len(ids)} layers; num_hidden_layers="
+                              f"{self.num_hidden_layers} needs one set id per layer")
 
     # ------------------------------------------------------------------ derived shapes
     @property
@@ -110,9 +128,20 @@ class AlbertConfig:
     def ffn_shared(self) -> bool:
         return self.sharing in ("all", "ffn")
 
+    @property
+    def layer_set_ids(self) -> tuple[int, ...] | None:
+        """sharing_map parsed: layer i's parameter set for the shared parts; None without a map."""
+        return parse_sharing_map(self.sharing_map) if self.sharing_map else None
+
+    @property
+    def num_shared_sets(self) -> int:
+        """Distinct parameter sets of a shared part: the map's sets, else the G groups."""
+        ids = self.layer_set_ids
+        return max(ids) + 1 if ids else self.num_hidden_groups
+
     def param_sets(self, shared: bool) -> int:
-        """How many distinct parameter sets a block part has: per group if shared, per layer otherwise."""
-        return (self.num_hidden_groups if shared else self.num_hidden_layers) * self.inner_group_num
+        """How many distinct parameter sets a block part has: per set/group if shared, per layer otherwise."""
+        return (self.num_shared_sets if shared else self.num_hidden_layers) * self.inner_group_num
 
     def replace(self, **changes: Any) -> "AlbertConfig":
         return dataclasses.replace(self, **changes)
@@ -231,12 +260,91 @@ class AlbertConfig:
 
     def _as_all_sharing(self, target: str) -> "AlbertConfig":
         """Express this config with whole-layer sharing: 'none' is 'all' with one group per layer."""
+        if self.sharing_map:
+            raise ConfigError(f"sharing_map={self.sharing_map!r} cannot be written as {target}, whose layers use "
+                              "group i*G//L only; export the parameters instead (albert-jax export --to params)")
         if self.sharing == "all":
             return self
         if self.sharing == "none" and self.inner_group_num == 1:
             return self.replace(sharing="all", num_hidden_groups=self.num_hidden_layers)
         raise ConfigError(f"sharing={self.sharing!r} cannot be written as {target}, which only shares whole "
                           "layers (groups); use sharing='all' or 'none' (inner_group_num=1)")
+
+
+# ---------------------------------------------------------------------------------------------- sharing_map
+_MAP_SYNTAX = ("items joined by '.' (or ','): N = one layer using set N; N-M = M-N+1 layers using sets N..M, one "
+               "each; NxK = K layers sharing set N")
+
+
+def parse_sharing_map(text: str) -> tuple[int, ...]:
+    """'0-7.8x4' -> (0, 1, ..., 7, 8, 8, 8, 8): layer i (0-based, in order) uses parameter set ids[i].
+
+    Items are joined by '.' or ','; '.' is the one to use inside an experiment argument, where commas separate
+    variants. An item is `N` (one layer, set N), `N-M` (one layer for each set N, N+1, ..., M) or `NxK` (K layers
+    that all use set N). Sets are numbered in order of first use (the first layer uses 0, each new set takes the
+    next id), so one layout has one spelling of its ids and set 0 is layer 0's. A set may serve any layers,
+    contiguous or not ('0-2.0-2' cycles three sets).
+    """
+    ids: list[int] = []
+    for item in text.replace(",", ".").split("."):
+        item = item.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+)|x(\d+))?", item)
+        if not m:
+            raise ConfigError(f"sharing_map={text!r}: item {item!r} is not a set id; {_MAP_SYNTAX}")
+        first, last, count = int(m[1]), m[2], m[3]
+        if last is not None:
+            if int(last) < first:
+                raise ConfigError(f"sharing_map={text!r}: item {item!r} counts down; write N-M with N <= M")
+            ids += range(first, int(last) + 1)
+        elif count is not None:
+            if int(count) < 1:
+                raise ConfigError(f"sharing_map={text!r}: item {item!r} repeats 0 times; K must be >= 1")
+            ids += [first] * int(count)
+        else:
+            ids.append(first)
+    seen = 0
+    for layer, set_id in enumerate(ids):
+        if set_id > seen:
+            raise ConfigError(f"sharing_map={text!r}: layer {layer} uses set {set_id} before set {seen} is used; "
+                              f"number sets in order of first use, e.g. {format_sharing_map(_renumber(ids))!r}")
+        seen = max(seen, set_id + 1)
+    return tuple(ids)
+
+
+def _renumber(ids: list[int]) -> tuple[int, ...]:
+    order: dict[int, int] = {}
+    return tuple(order.setdefault(i, len(order)) for i in ids)
+
+
+def format_sharing_map(ids) -> str:
+    """The compact spelling of a layer -> set list: runs of one set as NxK, rising runs of new sets as N-M."""
+    ids, out, i = list(ids), [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[i]:
+            j += 1
+        if j > i:
+            out.append(f"{ids[i]}x{j - i + 1}")
+        else:  # a rising run stops before a set that repeats, so "0-1.2x3" rather than "0-2.2x2"
+            while (j + 1 < len(ids) and ids[j + 1] == ids[j] + 1
+                   and not (j + 2 < len(ids) and ids[j + 2] == ids[j + 1])):
+                j += 1
+            out.append(f"{ids[i]}-{ids[j]}" if j > i else str(ids[i]))
+        i = j + 1
+    return ".".join(out)
+
+
+def share_layers(num_layers: int, *spans: tuple[int, int]) -> str:
+    """The sharing_map in which each span (first, last) of 0-based layers, inclusive, shares one set and every
+    other layer has its own: share_layers(12, (8, 11)) == '0-7.8x4' (the paper's layers 9-12 share)."""
+    owner = list(range(num_layers))
+    for first, last in spans:
+        if not 0 <= first <= last < num_layers:
+            raise ConfigError(f"share_layers span ({first}, {last}): need 0 <= first <= last < {num_layers}")
+        if any(owner[i] != i for i in range(first, last + 1)):
+            raise ConfigError(f"share_layers span ({first}, {last}) overlaps another span")
+        owner[first: last + 1] = [first] * (last - first + 1)
+    return format_sharing_map(_renumber(owner))
 
 
 def _preset_table() -> dict[str, dict[str, Any]]:

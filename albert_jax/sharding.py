@@ -14,6 +14,7 @@ names every kernel and block-boundary activation with logical axes; `AXIS_RULES`
   vocab  -> 'tensor'          the V x E word table (and the tied MLM decoder) split over vocab
   layers -> None              the scan axis of unshared layers: every device runs every layer
   groups -> None              the outer scan axis of `num_hidden_groups`
+  sets   -> None              the parameter sets of a `sharing_map` (each layer gathers its own)
   inner  -> None              the axis of `inner_group_num` blocks inside a layer
   act_hidden, act_embed -> None   activations at block boundaries: whole in width, split by batch only
   act_mlp -> 'tensor'         the FFN's intermediate activation follows its tensor-split kernels
@@ -50,6 +51,7 @@ AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
     ("vocab", "tensor"),
     ("layers", None),
     ("groups", None),
+    ("sets", None),
     ("inner", None),
     # Block-boundary activations: split by batch (above) and, inside the FFN, by the tensor axis like its kernels.
     ("act_hidden", None),

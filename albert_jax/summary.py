@@ -5,7 +5,7 @@ state. `render_compare` prints several settings as one table: the Params columns
 """
 from __future__ import annotations
 
-from albert_jax.config import AlbertConfig
+from albert_jax.config import AlbertConfig, format_sharing_map
 
 BLOCKS = ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", "sop_head")
 # LAMB/AdamW keep two f32 moments per parameter.
@@ -31,10 +31,17 @@ def _fmt_params(n: float) -> str:
     return f"{n / 1e6:,.2f}M"
 
 
+def _sharing(cfg: AlbertConfig) -> str:
+    """'all', or 'all map=0-7.8x4 (9 sets)' when a sharing_map says which layers share."""
+    if not cfg.sharing_map:
+        return cfg.sharing
+    return f"{cfg.sharing} map={format_sharing_map(cfg.layer_set_ids)} ({cfg.num_shared_sets} sets)"
+
+
 def render_one(name: str, cfg: AlbertConfig, seq_len: int) -> str:
     d = describe(cfg, seq_len)
     lines = [f"{name}: V={cfg.vocab_size} E={cfg.embedding_size} H={cfg.hidden_size} L={cfg.num_hidden_layers} "
-             f"A={cfg.num_attention_heads} I={cfg.intermediate_size} sharing={cfg.sharing} "
+             f"A={cfg.num_attention_heads} I={cfg.intermediate_size} sharing={_sharing(cfg)} "
              f"G={cfg.num_hidden_groups} inner={cfg.inner_group_num}",
              "| block | parameters |", "|---|---:|"]
     lines += [f"| {blk} | {d[blk]:,} |" for blk in BLOCKS]
@@ -54,7 +61,7 @@ def render_compare(rows: list[tuple[str, AlbertConfig]], seq_len: int) -> str:
     lines = [head, "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for name, cfg in rows:
         d = describe(cfg, seq_len)
-        lines.append(f"| {name} | {cfg.embedding_size} | {cfg.sharing} | "
+        lines.append(f"| {name} | {cfg.embedding_size} | {_sharing(cfg)} | "
                      f"{_fmt_params(d['embeddings'] + d['projection'])} | {_fmt_params(d['attention'] + d['ffn'])} | "
                      f"{_fmt_params(d['pooler'])} | {_fmt_params(d['encoder_total'])} | "
                      f"{_fmt_params(d['total_with_heads'])} | {d['gflops_per_token']:.3f} |")

@@ -243,7 +243,11 @@ TINY_ALBERT = dict(vocab_size=20, embedding_size=6, hidden_size=8, num_attention
     (dict(sharing="attention", inner_group_num=2), {"shared": ("inner",), "layers": ("layers", "inner")}),
     (dict(num_hidden_groups=2), {"shared": ("groups",)}),  # groups only: the behaviour before 'inner' counted
     (dict(sharing="none"), {"layers": ("layers",)}),
-], ids=["inner2", "groups2_inner2", "attention_inner2", "groups2", "none"])
+    # sharing_map: each parameter set is its own variable, as a group is (LAMB ratio per set).
+    (dict(sharing_map="0.1.1.0"), {"shared": ("sets",)}),
+    (dict(sharing="ffn", sharing_map="0x2.1x2", inner_group_num=2),
+     {"shared": ("sets", "inner"), "layers": ("layers", "inner")}),
+], ids=["inner2", "groups2_inner2", "attention_inner2", "groups2", "none", "map", "map_ffn_inner2"])
 def test_model_stacks_get_one_trust_ratio_per_official_variable(overrides, stacks):
     """One LAMB step on a real model tree: every (group/layer, inner block) slice is scaled by its own ||w||/||u||.
 
@@ -256,7 +260,8 @@ def test_model_stacks_get_one_trust_ratio_per_official_variable(overrides, stack
     from albert_jax.modeling import AlbertModel
 
     cfg = AlbertConfig(**TINY_ALBERT, **overrides)
-    sizes = {"groups": cfg.num_hidden_groups, "layers": cfg.num_hidden_layers, "inner": cfg.inner_group_num}
+    sizes = {"groups": cfg.num_hidden_groups, "layers": cfg.num_hidden_layers, "inner": cfg.inner_group_num,
+             "sets": cfg.num_shared_sets}
     boxed = jax.eval_shape(AlbertModel(cfg).init, jax.random.key(0), jnp.zeros((1, 4), jnp.int32))["params"]
     stacked_fn = optim.stacked_axes_from_boxed(boxed)
     shapes = {"/".join(k): v.shape for k, v in traverse_util.flatten_dict(nn.meta.unbox(boxed)).items()}

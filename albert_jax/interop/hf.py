@@ -83,6 +83,9 @@ def _block(cfg: AlbertConfig, hf: dict[str, str], att: tuple, ffn: tuple, index:
 
 def hf_groups(cfg: AlbertConfig) -> int:
     """How many HF `albert_layer_groups` this config needs: G for sharing='all', L for sharing='none'."""
+    if cfg.sharing_map:
+        raise ConversionError(f"sharing_map={cfg.sharing_map!r} has no HuggingFace ALBERT layout: HF maps layer i "
+                              "to group i*G//L only; export the parameters instead (albert-jax export --to params)")
     if cfg.sharing == "all":
         return cfg.num_hidden_groups
     if cfg.sharing == "none":
@@ -336,7 +339,8 @@ def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir) -> Path:
     from safetensors.numpy import save_file
 
     out = Path(out_dir)
-    hf_config = config.to_hf_json()  # raises for sharing modes HF cannot hold
+    hf_groups(config)  # refuses the layouts HF cannot hold (ConversionError), before anything else
+    hf_config = config.to_hf_json()
     tensors = params_to_hf(params, config, include_tied=False)  # as HF writes them: tied copies omitted
     if "albert" not in params:
         hf_config["architectures"] = ["AlbertModel"]

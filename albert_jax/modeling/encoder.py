@@ -1,15 +1,17 @@
-"""The encoder stack: one scanned layer step serves every sharing mode.
+"""The encoder stack: one scanned layer step serves every sharing mode and every layer -> set map.
 
-How sharing works (docs/architecture.md has the long form):
+How sharing works (docs/architecture.md has the long form; `layout.py` owns the tree's axes):
 - Each layer has two parts, attention and FFN. A part is *shared* when the sharing mode says so; shared parts
-  are declared once per group (no layer axis; a leading 'groups' axis only when num_hidden_groups > 1), the
-  others once per layer (a leading 'layers' axis).
-- The step function is pure: it receives this layer's slice of the per-layer parameters as the scanned input
-  and the shared parameters as a broadcast input, and picks its group with i * G // L as the official code.
+  are declared once per parameter set (a leading 'sets' axis with a sharing_map, 'groups' when
+  num_hidden_groups > 1, none otherwise), the others once per layer (a leading 'layers' axis).
+- The step function is pure: it receives this layer's slice of the per-layer parameters and its set index as
+  the scanned input and the shared parameters as a broadcast input, and gathers its set with that index
+  (`layout.shared_index`: the map's ids, or i * G // L as the official code). A set used by k layers is
+  gathered k times, so its gradient is the sum of k contributions.
 - `nn.scan` drives the step over the layers (compile time flat in depth); `scan_layers=False` runs the same
   step in a Python loop over the same parameter tree. `remat_policy` wraps the step, independently of both.
-- inner_group_num > 1 adds an 'inner' axis after the group/layer axis: each layer applies its inner blocks in
-  sequence, each with its own parameters (official `inner_group_k`).
+- inner_group_num > 1 adds an 'inner' axis after the set/group/layer axis: each layer applies its inner blocks
+  in sequence, each with its own parameters (official `inner_group_k`).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from albert_jax.modeling import layers as L
+from albert_jax.modeling import layout
 from albert_jax.modeling.params import Params, attention_spec, dense_spec, ffn_spec, freeze_spec
 
 REMAT_POLICIES = {
@@ -41,10 +44,9 @@ class LayerStep(nn.Module):
     @nn.compact
     def __call__(self, x_BLH, xs, shared, mask_bias):
         cfg = self.config
-        per_layer, layer_index = xs
-        if cfg.num_hidden_groups > 1 and shared:
-            group = layer_index * cfg.num_hidden_groups // cfg.num_hidden_layers
-            shared = _take(shared, group)
+        per_layer, set_index = xs
+        if shared and layout.shared_index(cfg) is not None:
+            shared = _take(shared, set_index)
         params = {**shared, **per_layer}
         dtype = jnp.dtype(cfg.dtype)
         need_rng = not self.deterministic and (cfg.hidden_dropout_prob > 0 or cfg.attention_probs_dropout_prob > 0)
@@ -75,30 +77,31 @@ class Encoder(nn.Module):
         x_BLH = nn.with_logical_constraint(x_BLH.astype(dtype), L.ACT_BLH)
         hidden = [x_BLH]  # as HuggingFace: the projected embeddings, then one entry per layer
 
-        inner = ((cfg.inner_group_num, "inner"),) if cfg.inner_group_num > 1 else ()
-        groups = ((cfg.num_hidden_groups, "groups"),) if cfg.num_hidden_groups > 1 else ()
         shared_spec, layer_spec = {}, {}
-        (shared_spec if cfg.attention_shared else layer_spec)["attention"] = attention_spec(cfg)
-        (shared_spec if cfg.ffn_shared else layer_spec)["ffn"] = ffn_spec(cfg)
-        shared = Params(freeze_spec(shared_spec), groups + inner, **decl, name="shared")() if shared_spec else {}
-        per_layer = (Params(freeze_spec(layer_spec), ((cfg.num_hidden_layers, "layers"),) + inner, **decl,
-                            name="layers")() if layer_spec else {})
+        for part, spec in (("attention", attention_spec(cfg)), ("ffn", ffn_spec(cfg))):
+            (shared_spec if layout.is_shared(cfg, part) else layer_spec)[part] = spec
+        shared = (Params(freeze_spec(shared_spec), layout.shared_prefix(cfg), **decl, name="shared")()
+                  if shared_spec else {})
+        per_layer = (Params(freeze_spec(layer_spec), layout.layer_prefix(cfg), **decl, name="layers")()
+                     if layer_spec else {})
 
         step = LayerStep
         if cfg.remat_policy != "none":
             # prevent_cse only matters outside scan, where XLA could otherwise merge the recomputation away.
             step = nn.remat(step, policy=REMAT_POLICIES[cfg.remat_policy], prevent_cse=not cfg.scan_layers)
-        indices = jnp.arange(cfg.num_hidden_layers)
+        # Layer i's index into the shared sets; unused (layer numbers) when the shared tree has no stack axis.
+        set_index = layout.shared_index(cfg) or tuple(range(cfg.num_hidden_layers))
         if cfg.scan_layers:
             scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False, "dropout": True},
                            in_axes=(0, nn.broadcast, nn.broadcast), length=cfg.num_hidden_layers)
             layer = scan(cfg, deterministic, output_hidden_states, name="layer")
-            x_BLH, hidden_LBLH = layer(x_BLH, (per_layer, indices), shared, mask_bias)
+            x_BLH, hidden_LBLH = layer(x_BLH, (per_layer, jnp.asarray(set_index, jnp.int32)), shared,
+                                   mask_bias)
             if output_hidden_states:
                 hidden += [hidden_LBLH[i] for i in range(cfg.num_hidden_layers)]
         else:
             layer = step(cfg, deterministic, name="layer")
             for i in range(cfg.num_hidden_layers):
-                x_BLH, _ = layer(x_BLH, (_take(per_layer, i), i), shared, mask_bias)
+                x_BLH, _ = layer(x_BLH, (_take(per_layer, i), set_index[i]), shared, mask_bias)
                 hidden.append(x_BLH)
         return x_BLH, (hidden if output_hidden_states else None)

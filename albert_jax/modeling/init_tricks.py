@@ -4,12 +4,16 @@
   (or layer) gets the shared set (run_pretraining.py --init_from_group0, which rewrites group_N -> group_0).
 - `warm_start_deeper`: start a deeper model from a shallower one (the paper's Table 11 footnote, Gong et al.
   2019 "stacking"): layer i of the deep model takes layer i mod L_small. For all-shared models the tree does not
-  depend on depth, so this is a plain copy.
+  depend on depth, so this is a plain copy. With a `sharing_map` on either side, each target set takes the
+  source set of the layers it serves (target layer i <- source layer i mod L_small); a target set whose layers
+  map to different source sets has no single source and is refused.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from albert_jax.modeling import layout
 
 
 class InitError(ValueError):
@@ -26,18 +30,14 @@ def _with_encoder(params, encoder):
     return {**params, "encoder": encoder}
 
 
-def _part(cfg, enc, part: str):
-    """(tree, leading axes) of one part of the source: 'shared' tree has groups?/inner? axes, 'layers' has L/inner?"""
-    shared = cfg.attention_shared if part == "attention" else cfg.ffn_shared
-    tree = enc["shared" if shared else "layers"][part]
-    lead = (1 if (shared and cfg.num_hidden_groups > 1) or not shared else 0)
-    return tree, lead
+def _tree(cfg, enc, part: str):
+    return enc["shared" if layout.is_shared(cfg, part) else "layers"][part]
 
 
 def _first_set(src_cfg, src_enc, part):
-    """The source's group-0 (or layer-0) parameter set of `part`, with an inner axis if the source has one."""
-    tree, lead = _part(src_cfg, src_enc, part)
-    return jax.tree.map(lambda a: a[0] if lead else a, tree)
+    """The source's set 0 (group 0, layer 0, or layer 0's map set) of `part`, with an inner axis if it has one."""
+    stacked = layout.stacked_sets(src_cfg, part) is not None
+    return jax.tree.map(lambda a: a[0] if stacked else a, _tree(src_cfg, src_enc, part))
 
 
 def _expand(one_set, src_inner: int, dst_inner: int, count: int | None):
@@ -69,13 +69,8 @@ def init_from_group0(src_params, src_cfg, dst_cfg):
     shared, layers = {}, {}
     for part in ("attention", "ffn"):
         one = _first_set(src_cfg, src_enc, part)
-        dst_shared = dst_cfg.attention_shared if part == "attention" else dst_cfg.ffn_shared
-        if dst_shared:
-            count = dst_cfg.num_hidden_groups if dst_cfg.num_hidden_groups > 1 else None
-            shared[part] = _expand(one, src_cfg.inner_group_num, dst_cfg.inner_group_num, count)
-        else:
-            layers[part] = _expand(one, src_cfg.inner_group_num, dst_cfg.inner_group_num,
-                                   dst_cfg.num_hidden_layers)
+        expanded = _expand(one, src_cfg.inner_group_num, dst_cfg.inner_group_num, layout.stacked_sets(dst_cfg, part))
+        (shared if layout.is_shared(dst_cfg, part) else layers)[part] = expanded
     if shared:
         enc["shared"] = shared
     if layers:
@@ -86,6 +81,8 @@ def init_from_group0(src_params, src_cfg, dst_cfg):
 def warm_start_deeper(src_params, src_cfg, dst_cfg):
     """Same sharing, more layers: per-layer parts repeat the shallow stack (layer i <- i mod L_src)."""
     _check_rest(src_params, dst_cfg, src_cfg)
+    if src_cfg.sharing_map or dst_cfg.sharing_map:
+        return _deeper_with_maps(src_params, src_cfg, dst_cfg)
     if (src_cfg.sharing, src_cfg.num_hidden_groups, src_cfg.inner_group_num) != (
             dst_cfg.sharing, dst_cfg.num_hidden_groups, dst_cfg.inner_group_num):
         raise InitError("warm_start_deeper keeps the sharing layout (sharing, groups, inner); use "
@@ -97,4 +94,40 @@ def warm_start_deeper(src_params, src_cfg, dst_cfg):
     if "layers" in enc:
         index = jnp.arange(dst_cfg.num_hidden_layers) % src_cfg.num_hidden_layers
         enc["layers"] = jax.tree.map(lambda a: a[index], enc["layers"])
+    return _with_encoder(src_params, enc)
+
+
+def _deeper_with_maps(src_params, src_cfg, dst_cfg):
+    """warm_start_deeper when a sharing_map is involved: target layer i computes what source layer i mod L_src
+    computed, so each target set copies the one source set its layers used (refused when they used several)."""
+    if (src_cfg.sharing, src_cfg.inner_group_num) != (dst_cfg.sharing, dst_cfg.inner_group_num):
+        raise InitError("warm_start_deeper keeps sharing and inner_group_num; use init_from_group0 to change them")
+    L_src, L_dst = src_cfg.num_hidden_layers, dst_cfg.num_hidden_layers
+    if L_dst < L_src:
+        raise InitError(f"target has {L_dst} layers, fewer than the source's {L_src}")
+    enc = dict(_encoder(src_params))
+    if "layers" in enc:
+        index = jnp.arange(L_dst) % L_src
+        enc["layers"] = jax.tree.map(lambda a: a[index], enc["layers"])
+    if "shared" in enc:
+        src_index = layout.shared_index(src_cfg) or (0,) * L_src
+        dst_index = layout.shared_index(dst_cfg) or (0,) * L_dst
+        sources: dict[int, set[int]] = {}
+        for i, s in enumerate(dst_index):
+            sources.setdefault(s, set()).add(src_index[i % L_src])
+        clash = {s: sorted(v) for s, v in sources.items() if len(v) > 1}
+        if clash:
+            s, v = next(iter(clash.items()))
+            raise InitError(f"warm_start_deeper: target set {s} (sharing_map={dst_cfg.sharing_map!r}) serves layers "
+                            f"whose source layers (i mod {L_src}) use different source sets {v}; give the target a "
+                            "map that repeats the source's, or use init_from_group0")
+        pick = [next(iter(sources[s])) for s in range(len(sources))]
+        src_stacked = layout.shared_index(src_cfg) is not None
+        dst_stacked = layout.shared_index(dst_cfg) is not None
+
+        def take(a):
+            sets = a[jnp.asarray(pick)] if src_stacked else jnp.stack([a] * len(pick))
+            return sets if dst_stacked else sets[0]
+
+        enc["shared"] = jax.tree.map(take, enc["shared"])
     return _with_encoder(src_params, enc)

@@ -10,7 +10,7 @@ textbook versions that optax ships, so the pieces that differ are written here a
   LayerNorm parameters and biases.
 - LAMB trust ratio ||w|| / ||update|| over the whole variable (1.0 when either norm is 0), skipped for the same
   excluded parameters, applied to the update that already includes weight decay. "Variable" means the official
-  TF variable: our stacked arrays (leading 'groups' / 'layers' / 'inner' axes) hold several of them, so norms
+  TF variable: our stacked arrays (leading 'groups' / 'sets' / 'layers' / 'inner' axes) hold several of them, so norms
   are taken per slice of those axes (see `stacked_axes_from_boxed`).
 - Gradients clipped to global norm 1.0 first, over the trained variables only.
 - The learning-rate schedule: see `make_schedule`.
@@ -244,11 +244,11 @@ def make_optimizer(
 
 
 # Logical axis names whose every index is a separate official TF variable: 'groups' (`group_g`, shared parts
-# with num_hidden_groups > 1), 'layers' (parts kept per layer: each layer has its own variables) and 'inner'
-# (`inner_group_k`, inner_group_num > 1). The encoder puts 'inner' right after 'groups'/'layers', or
-# first when a shared part has no groups axis (num_hidden_groups == 1); counting the leading run of these names
-# covers all those layouts.
-STACK_AXIS_NAMES = ("layers", "groups", "inner")
+# with num_hidden_groups > 1), 'sets' (the parameter sets of a sharing_map: each set is its own variable, as a
+# group is), 'layers' (parts kept per layer: each layer has its own variables) and 'inner' (`inner_group_k`,
+# inner_group_num > 1). The encoder puts 'inner' right after 'groups'/'sets'/'layers', or first when a shared
+# part has no stack axis (modeling/layout.py); counting the leading run of these names covers all those layouts.
+STACK_AXIS_NAMES = ("layers", "groups", "sets", "inner")
 
 
 def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = STACK_AXIS_NAMES) -> Callable[[str], int]:
