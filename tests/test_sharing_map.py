@@ -122,7 +122,7 @@ def test_set_and_experiment_arguments_parse_the_map():
 
 
 # ---------------------------------------------------------------------------------------------- equivalences
-@pytest.mark.parametrize("sharing", ["all", "attention", "ffn"])
+@pytest.mark.parametrize("sharing", ["all", "attention"])
 def test_own_set_per_layer_equals_sharing_none(sharing):
     cfg = TINY.replace(sharing=sharing, sharing_map="0-3")
     none_cfg = TINY.replace(sharing="none")
