@@ -48,7 +48,8 @@ def read_curves(workdir, metric: str) -> list[tuple[int, float]]:
     return sorted(points.items())
 
 
-def _save(fig: Figure, path) -> Path:
+def save_png(fig: Figure, path) -> Path:
+    """Write `fig` as a PNG at `path` (its folder made), atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -74,7 +75,7 @@ def plot_curves(curves: dict[str, list[tuple[int, float]]], metric: str, path, t
     ax.grid(True, alpha=0.3)
     if curves:
         ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _present(value) -> bool:
@@ -119,4 +120,4 @@ def plot_bars(ours: dict[str, float | None], metric: str, path, paper: dict[str,
     """Grouped bars per row: ours beside the paper's. None (or NaN) is drawn as an absent bar labelled "not run"
     (ours) or "not reported" (paper), never as zero. Writes a PNG at `path` and returns it."""
     fig, _ = _bars_figure(ours, metric, paper, title)
-    return _save(fig, path)
+    return save_png(fig, path)
