@@ -22,6 +22,7 @@ _CLI_MODULES = (
     "albert_jax.cli.experiments",
     "albert_jax.cli.sweep",
     "albert_jax.cli.table",
+    "albert_jax.cli.analyze",
 )
 
 
