@@ -4,7 +4,7 @@ Run:
   albert-jax sweep groups --scale cpu --runs runs
   albert-jax table groups --scale cpu --runs runs
 
-The paper: splitting the L layers into N groups of size M, each group sharing its parameters, "smaller M
+Row names are the same at every scale (L=12 at the paper scale, 4 at cpu and smoke). The paper: splitting the L layers into N groups of size M, each group sharing its parameters, "smaller M
 performs better but grows the parameter count a lot"; it prints no table, so the paper columns are empty.
 """
 from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
@@ -15,8 +15,8 @@ def rows(scale):
     out = []
     for inner in (1, 2):
         for g in (1, 2, 4):
-            name = f"G={g} (groups of {layers // g}) inner={inner}"
-            out.append(Row(name, base_fields(scale, 128, "all", num_hidden_groups=g, inner_group_num=inner)))
+            out.append(Row(f"G={g} inner={inner}", base_fields(scale, 128, "all", num_hidden_layers=layers,
+                                                                num_hidden_groups=g, inner_group_num=inner)))
     return out
 
 

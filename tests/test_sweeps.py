@@ -183,3 +183,10 @@ def test_submitit_local_executor_runs_a_row_as_a_job(tmp_path):
     assert json.loads((d / "row.json").read_text())["state"] == "done"
     assert (d / "pretrain" / "checkpoints" / "4").is_dir()
     assert list((tmp_path / "claim_shared_speed" / "smoke" / "_jobs").glob("*/*_log.out"))  # submitit's own logs
+
+
+def test_row_names_are_the_same_at_every_scale():
+    """The table matches a row's paper-scale architecture (the Params column) by its name."""
+    for name, exp in R.load_registry().items():
+        names = [[r.name for r in exp.rows_at(s)] for s in R.SCALES]
+        assert names[0] == names[1] == names[2], name
