@@ -56,6 +56,7 @@ class InitSource:
     encoder: Callable[[], dict] | None = None  # host parameters of the AlbertModel subtree
     head: Callable[[], dict] | None = None  # a fine-tuned run's other top-level subtrees (its head)
     task: dict | None = None  # a fine-tuned run's task description
+    step: int | None = None  # a workdir's checkpoint step, known once encoder() has read it
 
 
 def _load_tokenizer(path) -> Any:
@@ -72,10 +73,17 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
     cfg = AlbertConfig.from_dict(run_cfg["model"])
     task_info = run_cfg.get("task", {"name": "pretrain"})
     tokenizer = _load_tokenizer(path)
+    if not (ckpt.has_steps(str(path / "checkpoints")) or ckpt.has_steps(str(path / "best"))):
+        raise InitError(f"{path} is a run's workdir with no checkpoint yet (checkpoints/ holds no step): let it "
+                        "train until its first save, or point at another run")
     if str(task_info.get("name", "")).startswith("pretrain"):
+        src = InitSource("workdir", str(path), cfg, tokenizer)
+
         def encoder():
-            return params_from_workdir(str(path), step)[2]["albert"]
-        return InitSource("workdir", str(path), cfg, tokenizer, encoder)
+            src.step, _, params = params_from_workdir(str(path), step)
+            return params["albert"]
+        src.encoder = encoder
+        return src
     task = make_task(task_info["name"])
     abstract = nn.unbox(st.abstract_params(task, cfg))
     where = path / "best" if (path / "best").is_dir() and step is None else path / "checkpoints"
@@ -83,10 +91,18 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
 
     def params():
         if not cache:
-            cache["p"] = ckpt.restore_params_only(str(where), abstract, step)[1]
+            src.step, cache["p"] = ckpt.restore_params_only(str(where), abstract, step)
         return cache["p"]
-    return InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
-                      lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
+    src = InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
+                     lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
+    return src
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InitError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
 
 
 def resolve_init(spec: str, step: int | None = None) -> InitSource:
@@ -103,14 +119,15 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
     if not path.exists():
         raise InitError(f"init={spec!r}: no such directory; expected a pretraining or fine-tuning workdir, a "
                         "HuggingFace ALBERT/BERT directory, 'minilm' or 'random'")
-    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()):
-        return _workdir_source(path, step)
     if sorted(path.glob("seed-*")):
         raise InitError(f"init={spec!r} holds several fine-tuning seeds; point at one of them, e.g. "
                         f"{sorted(path.glob('seed-*'))[0]}")
+    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()
+                                              or "experiment" in _read_json(path / "config.json")):
+        return _workdir_source(path, step)  # ours (an "experiment" section), with or without a checkpoint yet
     if (path / "config.json").is_file():
         from albert_jax.interop import hf
-        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        model_type = _read_json(path / "config.json").get("model_type")
         if model_type == "albert":
             cfg, params = hf.load_hf_pretrained(path)
             enc = params.get("albert", params)
