@@ -16,6 +16,8 @@ HF layout facts relied on (transformers 4.57, `modeling_albert.py` / `modeling_b
   with an identity mapping (exact in float32: x*1 plus zeros).
 - BERT: `encoder.layer.{l}.attention.self.{query,key,value}`, `attention.output.{dense,LayerNorm}`,
   `intermediate.dense`, `output.{dense,LayerNorm}`, `pooler.dense`.
+- Task heads (`HEAD_OF_MODEL`): `{albert,bert}.` + the body, then `classifier` (sequence, token, multiple choice)
+  or `qa_outputs`; the token and QA models have no pooler (`add_pooling_layer=False`), as ours.
 """
 from __future__ import annotations
 
@@ -91,8 +93,27 @@ def hf_groups(cfg: AlbertConfig) -> int:
                           "(layer groups) only; use sharing='all' or sharing='none'")
 
 
-def _albert_plan(cfg: AlbertConfig, heads: bool) -> list[_Entry]:
-    body = ("albert",) if heads else ()
+# Our models (modeling/heads.py class names) -> the HF head that computes the same function. HF's heads, as ours:
+# sequence = dropout + dense on the tanh pooler; token = dropout + dense on the sequence output (no pooler);
+# qa = dense H->2 on the sequence output, split into start/end (no pooler); choice = dropout + dense H->1 on each
+# choice's pooler, reshaped to [B, C]. AlbertForSquadV2 (start-conditioned end logits) has no HF class.
+HEAD_OF_MODEL = {"AlbertModel": "model", "AlbertForPreTraining": "pretraining",
+                 "AlbertForSequenceClassification": "sequence", "AlbertForTokenClassification": "token",
+                 "AlbertForQuestionAnswering": "qa", "AlbertForMultipleChoice": "choice"}
+# head -> (HF class-name suffix, the head's module (ours and HF's name it alike), whether the body has a pooler)
+_HEADS = {"model": ("Model", None, True), "pretraining": ("ForPreTraining", None, True),
+          "sequence": ("ForSequenceClassification", "classifier", True),
+          "token": ("ForTokenClassification", "classifier", False),
+          "qa": ("ForQuestionAnswering", "qa_outputs", False), "choice": ("ForMultipleChoice", "classifier", True)}
+FAMILIES = ("albert", "bert")
+
+
+def hf_class(family: str, head: str) -> str:
+    """The transformers class name, e.g. ('albert', 'sequence') -> 'AlbertForSequenceClassification'."""
+    return {"albert": "Albert", "bert": "Bert"}[family] + _HEADS[head][0]
+
+
+def _albert_body(cfg: AlbertConfig, body: tuple, pooler: bool) -> list[_Entry]:
     plan = _embeddings(cfg, body)
     if cfg.use_projection:
         plan += _linear(_PROJ, body + ("encoder", "embedding_hidden_mapping_in"), (),
@@ -109,44 +130,80 @@ def _albert_plan(cfg: AlbertConfig, heads: bool) -> list[_Entry]:
                          ffn_out=p + "ffn_output", ln2=p + "full_layer_layer_norm")
             index = ((g,) if stacked_groups else ()) + ((k,) if K > 1 else ())
             plan += _block(cfg, names, part + ("attention",), part + ("ffn",), index)
-    plan += _linear("pooler", body + ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
-    if heads:
-        H, E = cfg.hidden_size, cfg.embedding_size
-        plan += _linear("predictions.dense", ("predictions", "dense"), (), (E, H), (E,))
-        plan += _norm("predictions.LayerNorm", ("predictions", "LayerNorm"), (), E)
-        plan.append(_Entry("predictions.bias", ("predictions", "bias"), (), False, (cfg.vocab_size,)))
-        plan += _linear("sop_classifier.classifier", ("seq_relationship",), (), (2, H), (2,))
-    # HF keys of the body carry the 'albert.' prefix inside AlbertForPreTraining.
-    if heads:
-        plan = [e if e.hf_key.startswith(_ALBERT_HEAD_PREFIXES) else dataclasses.replace(e, hf_key="albert." + e.hf_key)
-                for e in plan]
+    if pooler:
+        plan += _linear("pooler", body + ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
     return plan
 
 
-def _bert_plan(cfg: AlbertConfig) -> list[_Entry]:
-    plan = _embeddings(cfg, ())
-    part = ("encoder", "layers")
+def _bert_body(cfg: AlbertConfig, body: tuple, pooler: bool) -> list[_Entry]:
+    if cfg.sharing != "none" or cfg.use_projection or cfg.embedding_size != cfg.hidden_size:
+        raise ConversionError("a BERT checkpoint needs sharing='none', embedding_size == hidden_size and "
+                              f"embedding_projection=False (got sharing={cfg.sharing!r}, "
+                              f"E={cfg.embedding_size}, H={cfg.hidden_size}, projection={cfg.use_projection})")
+    plan = _embeddings(cfg, body)
+    part = body + ("encoder", "layers")
     for i in range(cfg.num_hidden_layers):
         p = f"encoder.layer.{i}."
         names = dict(q=p + "attention.self.query", k=p + "attention.self.key", v=p + "attention.self.value",
                      o=p + "attention.output.dense", ln1=p + "attention.output.LayerNorm",
                      ffn_in=p + "intermediate.dense", ffn_out=p + "output.dense", ln2=p + "output.LayerNorm")
         plan += _block(cfg, names, part + ("attention",), part + ("ffn",), (i,))
-    return plan + _linear("pooler.dense", ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
+    if pooler:
+        plan += _linear("pooler.dense", body + ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
+    return plan
+
+
+def _plan(cfg: AlbertConfig, family: str = "albert", head: str = "model", num_labels: int = 2) -> list[_Entry]:
+    """Every HF tensor of `hf_class(family, head)` for this config; raises for what HF cannot hold."""
+    if family not in FAMILIES or head not in _HEADS:
+        raise ConversionError(f"internal: no HF layout for family={family!r} head={head!r}")
+    if family == "bert" and head == "pretraining":
+        raise ConversionError("our pretraining heads are exported as ALBERT (AlbertForPreTraining) only")
+    _, module, pooler = _HEADS[head]
+    body = () if head == "model" else ("albert",)  # our head models keep the encoder under 'albert'
+    plan = (_albert_body if family == "albert" else _bert_body)(cfg, body, pooler)
+    if head != "model":  # HF's head models prefix their encoder with its family name
+        plan = [dataclasses.replace(e, hf_key=f"{family}.{e.hf_key}") for e in plan]
+    H, E = cfg.hidden_size, cfg.embedding_size
+    if head == "pretraining":
+        plan += _linear("predictions.dense", ("predictions", "dense"), (), (E, H), (E,))
+        plan += _norm("predictions.LayerNorm", ("predictions", "LayerNorm"), (), E)
+        plan.append(_Entry("predictions.bias", ("predictions", "bias"), (), False, (cfg.vocab_size,)))
+        plan += _linear("sop_classifier.classifier", ("seq_relationship",), (), (2, H), (2,))
+    elif module is not None:
+        plan += _linear(module, (module,), (), (num_labels, H), (num_labels,))
+    return plan
+
+
+def _albert_plan(cfg: AlbertConfig, heads: bool) -> list[_Entry]:
+    return _plan(cfg, "albert", "pretraining" if heads else "model")
+
+
+def _bert_plan(cfg: AlbertConfig) -> list[_Entry]:
+    return _plan(cfg, "bert", "model")
+
+
+def _head_model(cfg: AlbertConfig, head: str, num_labels: int):
+    """(our flax model for `head`, the shape of its input ids) -- the tree an HF head model maps onto."""
+    from albert_jax import modeling
+
+    name = {v: k for k, v in HEAD_OF_MODEL.items()}[head]
+    cls = getattr(modeling, name)
+    model = cls(cfg, num_labels) if head in ("sequence", "token") else cls(cfg)
+    return model, ((1, 1, 1) if head == "choice" else (1, 1))
 
 
 @functools.lru_cache(maxsize=16)
-def _target_shapes(cfg: AlbertConfig, heads: bool) -> dict[tuple[str, ...], tuple[tuple[int, ...], Any]]:
+def _target_shapes(cfg: AlbertConfig, head: str = "model", num_labels: int = 2
+                   ) -> dict[tuple[str, ...], tuple[tuple[int, ...], Any]]:
     """Flat {path: (shape, dtype)} of the model's own params, from an abstract init (no compute)."""
     import jax
     import jax.numpy as jnp
     from flax import linen as nn
     from flax import traverse_util
 
-    from albert_jax.modeling import AlbertForPreTraining, AlbertModel
-
-    model = AlbertForPreTraining(cfg) if heads else AlbertModel(cfg)
-    ids = jnp.zeros((1, 1), jnp.int32)
+    model, shape = _head_model(cfg, head, num_labels)
+    ids = jnp.zeros(shape, jnp.int32)
     abstract = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), ids))
     flat = traverse_util.flatten_dict(nn.unbox(abstract["params"]))
     return {k: (tuple(v.shape), v.dtype) for k, v in flat.items()}
@@ -202,7 +259,7 @@ def _check_keys(sd: dict[str, np.ndarray], plan: list[_Entry], what: str) -> Non
         raise ConversionError(f"{what}: {len(bad)} shape mismatch(es): " + "; ".join(bad[:12]) + hint)
 
 
-def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, heads: bool) -> dict:
+def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head: str) -> dict:
     """Scatter the checked HF tensors into freshly allocated arrays of the model's own shapes.
 
     Returns jax arrays (config.param_dtype), not numpy: the scanned encoder indexes the shared parameters with
@@ -213,7 +270,7 @@ def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head
     import jax.numpy as jnp
     from flax import traverse_util
 
-    targets = _target_shapes(cfg, heads)
+    targets = _target_shapes(cfg, head)
     arrays = {path: np.zeros(shape, dtype) for path, (shape, dtype) in targets.items()}
     filled: dict[tuple, int] = {}
     stack_rank: dict[tuple, int] = {}
@@ -293,19 +350,39 @@ def hf_to_params(state_dict: dict, config: AlbertConfig, heads: bool | None = No
                                   f"but {pre}{_PROJ} is not an identity mapping; use embedding_projection=True")
     plan = _albert_plan(config, heads)
     _check_keys(sd, plan, what)
-    return _fill(sd, plan, config, heads)
+    return _fill(sd, plan, config, "pretraining" if heads else "model")
 
 
-def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True) -> dict[str, np.ndarray]:
-    """Our params -> HF state dict (float32 numpy). AlbertForPreTraining keys when `params` has the heads
-    ('albert' at the top), AlbertModel keys otherwise. include_tied adds predictions.decoder.{weight,bias}
-    so that `load_state_dict(strict=True)` accepts it; HF's own files omit them."""
+def _infer_head(params: dict) -> str:
+    if "predictions" in params:
+        return "pretraining"
+    if "albert" in params:
+        raise ConversionError(f"a task model's params (top level {sorted(params)}): say which HF head it is "
+                              f"(head= one of {', '.join(h for h in _HEADS if h not in ('model', 'pretraining'))})")
+    return "model"
+
+
+def _num_labels(params: dict, head: str) -> int:
+    module = _HEADS[head][1]
+    return int(np.shape(params[module]["bias"])[0]) if module and module in params else 2
+
+
+def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True, *, head: str | None = None,
+                 family: str = "albert") -> dict[str, np.ndarray]:
+    """Our params -> the state dict of `hf_class(family, head)` (float32 numpy).
+
+    head=None: AlbertForPreTraining keys when `params` has the pretraining heads, AlbertModel keys for a bare
+    encoder; a task model's tree needs its head named ('sequence', 'token', 'qa', 'choice': HEAD_OF_MODEL).
+    family='bert' writes Bert* keys (sharing='none', E == H, no projection). include_tied adds
+    predictions.decoder.{weight,bias} so that `load_state_dict(strict=True)` accepts it; HF's own files omit them.
+    """
     from flax import traverse_util
 
-    heads = "albert" in params
-    plan = _albert_plan(config, heads)  # raises for sharing modes HF cannot hold
+    head = head or _infer_head(params)
+    num_labels = _num_labels(params, head)
+    plan = _plan(config, family, head, num_labels)  # raises for what HF cannot hold
     flat = traverse_util.flatten_dict(dict(params))
-    targets = _target_shapes(config, heads)
+    targets = _target_shapes(config, head, num_labels)
     missing, unexpected = set(targets) - set(flat), set(flat) - set(targets)
     if missing or unexpected:
         raise ConversionError("params do not match the config: " + "; ".join(
@@ -320,26 +397,53 @@ def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True) 
         a = np.asarray(flat[e.path], dtype=np.float32)[e.index]
         out[e.hf_key] = np.ascontiguousarray(
             a.reshape(e.hf_shape[::-1]).T if e.transpose else a.reshape(e.hf_shape))
-    pre = "albert." if heads else ""
-    if not config.use_projection:  # HF always projects E -> H; the identity keeps the function unchanged
+    pre = "" if head == "model" else "albert."
+    if family == "albert" and not config.use_projection:
+        # HF ALBERT always projects E -> H; the identity keeps the function unchanged.
         out[f"{pre}{_PROJ}.weight"] = np.eye(config.hidden_size, dtype=np.float32)
         out[f"{pre}{_PROJ}.bias"] = np.zeros(config.hidden_size, np.float32)
-    if heads and include_tied:
+    if head == "pretraining" and include_tied:
         out["predictions.decoder.weight"] = out["albert.embeddings.word_embeddings.weight"]
         out["predictions.decoder.bias"] = out["predictions.bias"]
     return out
 
 
-def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir) -> Path:
-    """Write config.json + model.safetensors loadable by transformers.AlbertForPreTraining.from_pretrained
-    (AlbertModel.from_pretrained when `params` has no heads)."""
+def bert_hf_json(cfg: AlbertConfig) -> dict[str, Any]:
+    """A HuggingFace BertConfig dict for a BERT-shaped config (the inverse of `bert_config`)."""
+    _bert_body(cfg, (), False)  # refuses configs BERT cannot hold
+    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+            "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+            "type_vocab_size", "initializer_range", "layer_norm_eps")
+    # Our hidden_act names are HF's (both 'gelu' = exact erf, 'gelu_new' = tanh form).
+    return {"architectures": ["BertModel"], "model_type": "bert", **{k: getattr(cfg, k) for k in keys},
+            "classifier_dropout": cfg.classifier_dropout_prob, "position_embedding_type": "absolute",
+            "pad_token_id": 0}
+
+
+def hf_config_json(config: AlbertConfig, family: str = "albert", head: str = "pretraining",
+                   labels: list[str] | None = None, problem_type: str | None = None) -> dict[str, Any]:
+    """The config.json of `hf_class(family, head)`: labels set id2label/label2id (HF's num_labels)."""
+    d = config.to_hf_json() if family == "albert" else bert_hf_json(config)  # raise for what HF cannot hold
+    d["architectures"] = [hf_class(family, head)]
+    if labels is not None:
+        d["id2label"] = {str(i): str(name) for i, name in enumerate(labels)}
+        d["label2id"] = {str(name): i for i, name in enumerate(labels)}
+    if problem_type is not None:
+        d["problem_type"] = problem_type
+    return d
+
+
+def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str | None = None,
+                       family: str = "albert", labels: list[str] | None = None,
+                       problem_type: str | None = None) -> Path:
+    """Write config.json + model.safetensors loadable by `transformers.<hf_class(family, head)>.from_pretrained`
+    (head=None: AlbertForPreTraining, or AlbertModel when `params` has no heads; see `params_to_hf`)."""
     from safetensors.numpy import save_file
 
     out = Path(out_dir)
-    hf_config = config.to_hf_json()  # raises for sharing modes HF cannot hold
-    tensors = params_to_hf(params, config, include_tied=False)  # as HF writes them: tied copies omitted
-    if "albert" not in params:
-        hf_config["architectures"] = ["AlbertModel"]
+    head = head or _infer_head(params)
+    hf_config = hf_config_json(config, family, head, labels, problem_type)
+    tensors = params_to_hf(params, config, include_tied=False, head=head, family=family)  # as HF writes them
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(hf_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     # transformers refuses safetensors files whose metadata lacks the framework tag.
@@ -413,18 +517,14 @@ def bert_config(hf_config: dict) -> AlbertConfig:
 def bert_to_params(state_dict: dict, config: AlbertConfig) -> dict:
     """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped) state dict -> AlbertModel params
     (jax array leaves, config.param_dtype)."""
-    if config.sharing != "none" or config.use_projection or config.embedding_size != config.hidden_size:
-        raise ConversionError("a BERT checkpoint needs sharing='none', embedding_size == hidden_size and "
-                              f"embedding_projection=False (got sharing={config.sharing!r}, "
-                              f"E={config.embedding_size}, H={config.hidden_size}, projection={config.use_projection})")
+    plan = _bert_plan(config)  # refuses configs BERT cannot hold
     sd = {}
     for key, value in _normalize(state_dict).items():
         if key.startswith("cls."):  # BERT's MLM/NSP heads: BERT-shaped, not part of an AlbertModel
             continue
         sd[key[len("bert."):] if key.startswith("bert.") else key] = value
-    plan = _bert_plan(config)
     _check_keys(sd, plan, "BERT checkpoint")
-    return _fill(sd, plan, config, heads=False)
+    return _fill(sd, plan, config, "model")
 
 
 def load_bert_safetensors(path_or_dir, *, config: AlbertConfig | None = None,
