@@ -90,6 +90,8 @@ def best_seed(path: Path) -> tuple[int, str, float]:
 def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> RunParams:
     """The run `workdir` names, with its parameters read. A fine-tuning parent gives its best seed by dev score
     (or `seed`); `step` picks a checkpoint (default: best/ for fine-tuning, the latest for pretraining)."""
+    import jax
+
     from albert_jax.data import tokenization
     from albert_jax.tasks.finetune import InitError, checkpoint_steps, finetuned_params
     from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
@@ -120,16 +122,18 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
     except FileNotFoundError:
         raise ExportError(f"{path} holds no tokenizer (spiece.model or vocab.txt, which every run copies into its "
                           "workdir): an export without the tokenizer the model was trained with is not usable") from None
+    # One local device: an export is host-side work, on whatever machine, whatever devices trained the run.
+    one_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     if str(task.get("name", "")).startswith("pretrain"):
         steps = checkpoint_steps(path / "checkpoints")
         if step is not None and step not in steps:
             raise ExportError(f"--step {step}: {path}/checkpoints holds steps {steps or 'none'}")
         if not steps:
             raise ExportError(f"{path}/checkpoints holds no checkpoint")
-        got, cfg, params = params_from_workdir(str(path), step)
+        got, cfg, params = params_from_workdir(str(path), step, one_device)
         return RunParams(str(path), "pretraining", got, "checkpoints", cfg, task, params, tokenizer)
     try:
-        got, where, cfg, task, params = finetuned_params(path, step)
+        got, where, cfg, task, params = finetuned_params(path, step, one_device)
     except InitError as e:
         raise ExportError(str(e)) from None
     seed_of = int(path.name[len("seed-"):]) if path.name.startswith("seed-") and path.name[5:].isdigit() else None
@@ -166,7 +170,7 @@ def hf_target(run: RunParams) -> dict:
     bert_shaped = cfg.sharing == "none" and not cfg.use_projection and cfg.embedding_size == cfg.hidden_size
     family = "bert" if bert_shaped and _wordpiece(run.tokenizer) and head != "pretraining" else "albert"
     try:
-        hf.hf_config_json(cfg, family, head, labels, problem_type)  # refuses what HF cannot hold
+        hf.check_hf(cfg, family, head)
     except (ConfigError, hf.ConversionError) as e:
         raise ExportRefused(f"cannot export {run.workdir} to HuggingFace: {str(e).splitlines()[0]}; `--to params` "
                             "keeps every sharing mode (per-layer orbax checkpoint + layout.json)") from None

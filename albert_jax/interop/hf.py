@@ -86,11 +86,20 @@ def _block(cfg: AlbertConfig, hf: dict[str, str], att: tuple, ffn: tuple, index:
 def hf_groups(cfg: AlbertConfig) -> int:
     """How many HF `albert_layer_groups` this config needs: G for sharing='all', L for sharing='none'."""
     if cfg.sharing == "all":
-        return cfg.num_hidden_groups
-    if cfg.sharing == "none":
-        return cfg.num_hidden_layers
-    raise ConversionError(f"sharing={cfg.sharing!r} has no HuggingFace ALBERT layout: HF shares whole layers "
-                          "(layer groups) only; use sharing='all' or sharing='none'")
+        groups = cfg.num_hidden_groups
+    elif cfg.sharing == "none":
+        groups = cfg.num_hidden_layers
+    else:
+        raise ConversionError(f"sharing={cfg.sharing!r} has no HuggingFace ALBERT layout: HF shares whole layers "
+                              "(layer groups) only; use sharing='all' or sharing='none'")
+    per_group = cfg.num_hidden_layers // groups
+    if cfg.inner_group_num > per_group:
+        # AlbertTransformer hands each group the head-mask entries of its layers (L/G of them) and the group
+        # indexes them per inner block: more inner blocks than layers per group fail in HF's forward.
+        raise ConversionError(f"inner_group_num={cfg.inner_group_num} exceeds the {per_group} layer(s) per HF "
+                              f"layer group (num_hidden_layers={cfg.num_hidden_layers}, {groups} group(s)): "
+                              "transformers' AlbertTransformer cannot run it (IndexError on its head mask)")
+    return groups
 
 
 # Our models (modeling/heads.py class names) -> the HF head that computes the same function. HF's heads, as ours:
@@ -431,6 +440,13 @@ def hf_config_json(config: AlbertConfig, family: str = "albert", head: str = "pr
     if problem_type is not None:
         d["problem_type"] = problem_type
     return d
+
+
+def check_hf(config: AlbertConfig, family: str = "albert", head: str = "pretraining") -> None:
+    """Raise (ConfigError / ConversionError, naming why) if `hf_class(family, head)` cannot hold or run this
+    config: before anything is written."""
+    hf_config_json(config, family, head)
+    _plan(config, family, head)
 
 
 def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str | None = None,

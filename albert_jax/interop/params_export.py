@@ -90,7 +90,7 @@ def unscan(cfg: AlbertConfig, params: dict) -> dict:
         block = {}
         for part in PARTS:
             home, index = param_set(cfg, part, i, k)
-            block[part] = jax.tree.map(lambda a: np.ascontiguousarray(np.asarray(a)[index]), enc[home][part])
+            block[part] = jax.tree.map(lambda a: np.array(a[index]), enc[home][part])  # a copy per layer
         node = per_layer
         for key in path[:-1]:
             node = node.setdefault(key, {})

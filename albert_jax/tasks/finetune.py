@@ -71,11 +71,12 @@ def checkpoint_steps(directory) -> list[int]:
     return sorted(int(n.name) for n in d.iterdir() if n.name.isdigit() and n.is_dir()) if d.is_dir() else []
 
 
-def finetuned_params(workdir, step: int | None = None) -> tuple[int, str, AlbertConfig, dict, dict]:
+def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[int, str, AlbertConfig, dict, dict]:
     """(step, 'best' | 'checkpoints', model config, task description, parameters) of one fine-tuning seed's run.
 
     step=None reads best/ (the best dev checkpoint) when there is one, else the latest of checkpoints/; a given
-    step is read from checkpoints/, or from best/ when that is where it is."""
+    step is read from checkpoints/, or from best/ when that is where it is. `sharding` as in
+    `checkpoints.restore_params_only`."""
     from albert_jax.tasks.pretraining.run import read_run_config
 
     path = Path(workdir)
@@ -92,7 +93,7 @@ def finetuned_params(workdir, step: int | None = None) -> tuple[int, str, Albert
         raise InitError(f"{path} has no checkpoint at step {step}: checkpoints/ holds {saved or 'none'}, best/ holds "
                         f"{best or 'none'}")
     abstract = nn.unbox(st.abstract_params(make_task(task_info["name"]), cfg))
-    step, params = ckpt.restore_params_only(str(path / where), abstract, step)
+    step, params = ckpt.restore_params_only(str(path / where), abstract, step, sharding)
     return step, where, cfg, task_info, params
 
 
