@@ -27,6 +27,24 @@ REMAT_POLICIES = {
 }
 
 
+def group_of(cfg, layer):
+    """The group layer `layer` runs: i * G // L, as the official code (a group's layers are contiguous). Works on
+    Python and traced ints alike."""
+    return layer * cfg.num_hidden_groups // cfg.num_hidden_layers
+
+
+def param_set(cfg, part: str, layer: int, inner: int = 0) -> tuple[str, tuple[int, ...]]:
+    """Where the parameters that layer `layer` (inner block `inner`) applies for `part` ('attention' or 'ffn')
+    live: ('shared' | 'layers', the index into that subtree's leading axes). Exporters and importers of other
+    layouts ask this rather than repeat the rule."""
+    shared = cfg.attention_shared if part == "attention" else cfg.ffn_shared
+    if shared:
+        lead = (group_of(cfg, layer),) if cfg.num_hidden_groups > 1 else ()
+    else:
+        lead = (layer,)
+    return ("shared" if shared else "layers"), lead + ((inner,) if cfg.inner_group_num > 1 else ())
+
+
 def _take(tree, index):
     return jax.tree.map(lambda a: jnp.asarray(a)[index], tree)  # numpy leaves cannot take a traced index
 
@@ -43,8 +61,7 @@ class LayerStep(nn.Module):
         cfg = self.config
         per_layer, layer_index = xs
         if cfg.num_hidden_groups > 1 and shared:
-            group = layer_index * cfg.num_hidden_groups // cfg.num_hidden_layers
-            shared = _take(shared, group)
+            shared = _take(shared, group_of(cfg, layer_index))
         params = {**shared, **per_layer}
         dtype = jnp.dtype(cfg.dtype)
         need_rng = not self.deterministic and (cfg.hidden_dropout_prob > 0 or cfg.attention_probs_dropout_prob > 0)

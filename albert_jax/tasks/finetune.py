@@ -66,6 +66,38 @@ def _load_tokenizer(path) -> Any:
         return None
 
 
+def checkpoint_steps(directory) -> list[int]:
+    """The committed steps of a checkpoint directory (names only; nothing is opened)."""
+    d = Path(directory)
+    return sorted(int(n.name) for n in d.iterdir() if n.name.isdigit() and n.is_dir()) if d.is_dir() else []
+
+
+def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[int, str, AlbertConfig, dict, dict]:
+    """(step, 'best' | 'checkpoints', model config, task description, parameters) of one fine-tuning seed's run.
+
+    step=None reads best/ (the best dev checkpoint) when there is one, else the latest of checkpoints/; a given
+    step is read from checkpoints/, or from best/ when that is where it is. `sharding` as in
+    `checkpoints.restore_params_only`."""
+    from albert_jax.tasks.pretraining.run import read_run_config
+
+    path = Path(workdir)
+    run_cfg = read_run_config(str(path))
+    cfg, task_info = AlbertConfig.from_dict(run_cfg["model"]), run_cfg.get("task", {})
+    best, saved = checkpoint_steps(path / "best"), checkpoint_steps(path / "checkpoints")
+    if step is None:
+        where = "best" if best else "checkpoints"
+    elif step in saved:
+        where = "checkpoints"
+    elif step in best:
+        where = "best"
+    else:
+        raise InitError(f"{path} has no checkpoint at step {step}: checkpoints/ holds {saved or 'none'}, best/ holds "
+                        f"{best or 'none'}")
+    abstract = nn.unbox(st.abstract_params(make_task(task_info["name"]), cfg))
+    step, params = ckpt.restore_params_only(str(path / where), abstract, step, sharding)
+    return step, where, cfg, task_info, params
+
+
 def _workdir_source(path: Path, step: int | None) -> InitSource:
     from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
 
@@ -84,14 +116,11 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
             return params["albert"]
         src.encoder = encoder
         return src
-    task = make_task(task_info["name"])
-    abstract = nn.unbox(st.abstract_params(task, cfg))
-    where = path / "best" if (path / "best").is_dir() and step is None else path / "checkpoints"
     cache: dict = {}
 
     def params():
         if not cache:
-            src.step, cache["p"] = ckpt.restore_params_only(str(where), abstract, step)
+            src.step, _, _, _, cache["p"] = finetuned_params(path, step)
         return cache["p"]
     src = InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
                      lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
