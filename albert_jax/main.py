@@ -18,7 +18,12 @@ _CLI_MODULES = (
     "albert_jax.cli.pretraining_data",
     "albert_jax.cli.pretrain",
     "albert_jax.cli.finetune",
+    "albert_jax.cli.export",
     "albert_jax.cli.convert",
+    "albert_jax.cli.experiments",
+    "albert_jax.cli.sweep",
+    "albert_jax.cli.table",
+    "albert_jax.cli.analyze",
 )
 
 

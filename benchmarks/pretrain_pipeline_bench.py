@@ -25,7 +25,7 @@ def main():
     print("|---:|---|---:|---:|---:|")
     for seq in (128, 512):
         for masking in ("static", "dynamic"):
-            cfg = exp.get_config("scale=smoke")
+            cfg = exp.get_config("scale=cpu")
             cfg.data.max_seq_length, cfg.data.masking = seq, masking
             data = pretrain_input.prepare(cfg)
             it = data.train_iterator(args.batch, None, seed=0)

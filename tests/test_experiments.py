@@ -34,3 +34,10 @@ def test_bad_arguments_and_overrides_are_named():
         apply_override(c, "trian.batch_size=3")
     with pytest.raises(ValueError, match="expected a value of type int"):
         apply_override(c, "train.batch_size='big'")
+
+
+def test_smoke_and_cpu_scales_share_the_model_and_data_and_differ_in_schedule():
+    smoke, cpu = load_config("experiments/pretrain.py:scale=smoke"), load_config("experiments/pretrain.py:scale=cpu")
+    assert smoke.model.to_dict() == cpu.model.to_dict() and smoke.data.to_dict() == cpu.data.to_dict()
+    assert (smoke.train.num_train_steps, cpu.train.num_train_steps) == (4, 2000)
+    assert smoke.train.eval_every <= smoke.train.num_train_steps  # a smoke run still evaluates (the intrinsic row)

@@ -30,7 +30,7 @@ def pretrained(tmp_path_factory):
     """A real (tiny) pretraining run on the English mix: 8 LAMB steps, 2 layers."""
     wd = tmp_path_factory.mktemp("ft") / "pretrain"
     cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
-           "experiments/pretrain.py:scale=smoke", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
+           "experiments/pretrain.py:scale=cpu", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
            "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
            "--set", "model.num_hidden_layers=2"]
     p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
@@ -178,7 +178,7 @@ def test_bad_inputs_are_named(pretrained, tmp_path):
 
 
 def test_typed_model_fields_keep_the_rest_of_the_scale():
-    c = load_config("experiments/pretrain.py:scale=smoke")
+    c = load_config("experiments/pretrain.py:scale=cpu")
     apply_overrides(c, ["model.embedding_size=256", "model.sharing=ffn"])
     from albert_jax.experiments.args import model_from_section
     m = model_from_section(c.model, vocab_size=100)

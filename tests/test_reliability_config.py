@@ -15,7 +15,7 @@ from albert_jax import main as cli
 from albert_jax.experiments.loader import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRETRAIN = f"{ROOT}/experiments/pretrain.py:scale=smoke"
+PRETRAIN = f"{ROOT}/experiments/pretrain.py:scale=cpu"
 FINETUNE = f"{ROOT}/experiments/finetune.py:task=rt_sentiment,init=random,scale=smoke"
 SOTU = os.path.join(ROOT, "tests", "fixtures", "sotu_sample.txt")
 

@@ -1,4 +1,5 @@
-"""`albert-jax convert from-hf|to-hf|from-bert`: weights between HuggingFace and our params (interop/hf.py)."""
+"""`albert-jax convert from-hf|from-bert|from-params|to-hf`: weights between HuggingFace, a params export and our
+params (interop/hf.py, interop/params_export.py). `to-hf --workdir` is `albert-jax export --to hf` (cli/export.py)."""
 from __future__ import annotations
 
 import json
@@ -36,7 +37,24 @@ def _write_params(args, config: AlbertConfig, params: dict, serialization) -> No
     print(f"wrote {out} and {config_out}")
 
 
+def _cmd_from_params(args) -> int:
+    from flax import serialization
+
+    from albert_jax.interop.params_export import load_params_export
+
+    config, params = load_params_export(args.dir)
+    _write_params(args, config, params, serialization)
+    return 0
+
+
 def _cmd_to_hf(args) -> int:
+    if args.workdir:
+        from albert_jax.cli.export import run_export
+
+        return run_export(args.workdir, "hf", args.out, args.step, args.seed)
+    if not (args.params and args.config):
+        raise ValueError("convert to-hf needs --workdir (a run), or --params with --config (a msgpack file written "
+                         "by convert from-hf/from-bert/from-params)")
     from flax import serialization
 
     from albert_jax.config import load_json
@@ -61,8 +79,19 @@ def add_cli(subparsers) -> None:
     p.add_argument("--out", required=True, help="params file to write (flax msgpack)")
     p.add_argument("--config-out", help="our config json (default: OUT with suffix .config.json)")
     p.set_defaults(func=_cmd_from_bert)
-    p = sub.add_parser("to-hf", help="params.msgpack + config -> HF ALBERT directory")
-    p.add_argument("--params", required=True, help="flax msgpack params (AlbertForPreTraining or AlbertModel)")
-    p.add_argument("--config", required=True, help="our config.json, an official or a HF ALBERT config")
-    p.add_argument("--out", required=True, help="output directory (config.json + model.safetensors)")
+    p = sub.add_parser("from-params", help="a params export (albert-jax export --to params) -> params.msgpack, "
+                       "in our scanned layout")
+    p.add_argument("--dir", required=True, help="the export directory (layout.json + params/)")
+    p.add_argument("--out", required=True, help="params file to write (flax msgpack)")
+    p.add_argument("--config-out", help="our config json (default: OUT with suffix .config.json)")
+    p.set_defaults(func=_cmd_from_params)
+    p = sub.add_parser("to-hf", help="a run (--workdir: as `albert-jax export --to hf`), or a params.msgpack + "
+                       "config, -> HF directory")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--workdir", help="a pretraining or fine-tuning workdir (see `albert-jax export --help`)")
+    src.add_argument("--params", help="flax msgpack params from convert from-* (AlbertForPreTraining or AlbertModel)")
+    p.add_argument("--config", help="with --params: our config.json, an official or a HF ALBERT config")
+    p.add_argument("--step", type=int, help="with --workdir: checkpoint step (default: best/ or the latest)")
+    p.add_argument("--seed", type=int, help="with --workdir: the seed of a fine-tuning workdir (default: best)")
+    p.add_argument("--out", required=True, help="output directory (config.json + model.safetensors [+ tokenizer])")
     p.set_defaults(func=_cmd_to_hf)

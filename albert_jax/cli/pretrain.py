@@ -20,5 +20,5 @@ def _run(args) -> int:
 
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("pretrain", help="pretrain ALBERT (MLM + SOP/NSP/none) from an experiment config")
-    add_run_arguments(p, "experiments/pretrain.py:scale=smoke")
+    add_run_arguments(p, "experiments/pretrain.py:scale=cpu")
     p.set_defaults(func=_run)

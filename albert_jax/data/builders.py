@@ -345,6 +345,23 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
     return builder
 
 
+def class_names(name: str, feature: str = "label") -> list[str] | None:
+    """The names of a ClassLabel feature ("negative", "positive"), read from the builder's declared features
+    (nothing is downloaded or prepared); None when the dataset or feature has none (regression, the catalog
+    offline)."""
+    base, _, config = name.partition("/")
+    try:
+        if base in BUILDERS:
+            builder = BUILDERS[base](**({"config": config} if config else {}))
+        else:
+            _import_catalog_module(base)
+            builder = tfds.builder(name)
+        names = builder.info.features[feature].names
+    except Exception:  # any failure means "no names known": the caller falls back to LABEL_<i>
+        return None
+    return list(names) if names else None
+
+
 def _import_catalog_module(name: str) -> None:
     """TFDS lazily registers some catalog builders (glue, wikipedia...): import their family modules."""
     for module in ("tensorflow_datasets.text", "tensorflow_datasets.question_answering"):

@@ -1,9 +1,9 @@
 """Weight conversion between our Flax parameter tree and the HuggingFace PyTorch layouts (ALBERT and BERT).
 
-One table (a "plan") lists, for a given config, every HF tensor name, where it lives in our tree (path and the
-index into the leading 'groups'/'layers'/'inner' axes) and whether it is a torch Linear weight (stored
-[out, in], so it is transposed) or stored as is. Import and export both walk that table, which keeps the two
-directions exact inverses and lets every error name the HF key involved.
+One table (a "plan", interop/hf_plans.py) lists, for a given config and HF class, every HF tensor name, where it
+lives in our tree (path and the index into the leading 'groups'/'layers'/'inner' axes) and whether it is a torch
+Linear weight (stored [out, in], so it is transposed) or stored as is. Import and export both walk that table,
+which keeps the two directions exact inverses and lets every error name the HF key involved.
 
 Our tree's shapes come from the model itself (`jax.eval_shape` of its init), never from a second copy of the
 architecture, so a drift between the model and this file shows up as a clear error instead of a silent misload.
@@ -16,11 +16,11 @@ HF layout facts relied on (transformers 4.57, `modeling_albert.py` / `modeling_b
   with an identity mapping (exact in float32: x*1 plus zeros).
 - BERT: `encoder.layer.{l}.attention.self.{query,key,value}`, `attention.output.{dense,LayerNorm}`,
   `intermediate.dense`, `output.{dense,LayerNorm}`, `pooler.dense`.
+- Task heads (`HEAD_OF_MODEL`): `{albert,bert}.` + the body, then `classifier` (sequence, token, multiple choice)
+  or `qa_outputs`; the token and QA models have no pooler (`add_pooling_layer=False`), as ours.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -28,131 +28,14 @@ from typing import Any
 import numpy as np
 
 from albert_jax.config import AlbertConfig
+# The plans (interop/hf_plans.py) are the one table of HF names; the public ones are re-exported here.
+from albert_jax.interop.hf_plans import (_HEADS, _PROJ, FAMILIES, HEAD_OF_MODEL, ConversionError,  # noqa: F401
+                                         _albert_plan, _bert_body, _bert_plan, _Entry, _plan, _target_shapes,
+                                         hf_class, hf_groups)
 
 # Non-persistent buffers that some (older) checkpoints still carry; they hold no learned values.
 _BUFFER_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 _ALBERT_HEAD_PREFIXES = ("predictions.", "sop_classifier.")
-_PROJ = "encoder.embedding_hidden_mapping_in"
-
-
-class ConversionError(ValueError):
-    """A checkpoint does not fit the config (or the reverse); the message names the keys and shapes."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    hf_key: str
-    path: tuple[str, ...]  # our path, e.g. ('albert', 'encoder', 'shared', 'attention', 'query', 'kernel')
-    index: tuple[int, ...]  # into our array's leading stack axes; () when unstacked
-    transpose: bool  # torch Linear weights are [out, in]; our kernels are [in, ...out]
-    hf_shape: tuple[int, ...]
-
-
-# ---------------------------------------------------------------------------------------------- plans
-def _linear(hf: str, ours: tuple, index: tuple, w_shape: tuple, b_shape: tuple) -> list[_Entry]:
-    return [_Entry(f"{hf}.weight", ours + ("kernel",), index, True, w_shape),
-            _Entry(f"{hf}.bias", ours + ("bias",), index, False, b_shape)]
-
-
-def _norm(hf: str, ours: tuple, index: tuple, width: int) -> list[_Entry]:
-    return [_Entry(f"{hf}.weight", ours + ("scale",), index, False, (width,)),
-            _Entry(f"{hf}.bias", ours + ("bias",), index, False, (width,))]
-
-
-def _embeddings(cfg: AlbertConfig, body: tuple) -> list[_Entry]:
-    E, emb = cfg.embedding_size, body + ("embeddings",)
-    rows = (("word_embeddings", cfg.vocab_size), ("position_embeddings", cfg.max_position_embeddings),
-            ("token_type_embeddings", cfg.type_vocab_size))
-    out = [_Entry(f"embeddings.{name}.weight", emb + (name, "embedding"), (), False, (n, E)) for name, n in rows]
-    return out + _norm("embeddings.LayerNorm", emb + ("LayerNorm",), (), E)
-
-
-def _block(cfg: AlbertConfig, hf: dict[str, str], att: tuple, ffn: tuple, index: tuple) -> list[_Entry]:
-    """One transformer block. `hf` names the HF modules: q, k, v, o, ln1, ffn_in, ffn_out, ln2."""
-    H, I = cfg.hidden_size, cfg.intermediate_size
-    out = []
-    for ours, key in (("query", "q"), ("key", "k"), ("value", "v")):
-        out += _linear(hf[key], att + (ours,), index, (H, H), (H,))
-    out += _linear(hf["o"], att + ("output",), index, (H, H), (H,))
-    out += _norm(hf["ln1"], att + ("LayerNorm",), index, H)
-    out += _linear(hf["ffn_in"], ffn + ("intermediate",), index, (I, H), (I,))
-    out += _linear(hf["ffn_out"], ffn + ("output",), index, (H, I), (H,))
-    out += _norm(hf["ln2"], ffn + ("LayerNorm",), index, H)
-    return out
-
-
-def hf_groups(cfg: AlbertConfig) -> int:
-    """How many HF `albert_layer_groups` this config needs: G for sharing='all', L for sharing='none'."""
-    if cfg.sharing_map:
-        raise ConversionError(f"sharing_map={cfg.sharing_map!r} has no HuggingFace ALBERT layout: HF maps layer i "
-                              "to group i*G//L only; export the parameters instead (albert-jax export --to params)")
-    if cfg.sharing == "all":
-        return cfg.num_hidden_groups
-    if cfg.sharing == "none":
-        return cfg.num_hidden_layers
-    raise ConversionError(f"sharing={cfg.sharing!r} has no HuggingFace ALBERT layout: HF shares whole layers "
-                          "(layer groups) only; use sharing='all' or sharing='none'")
-
-
-def _albert_plan(cfg: AlbertConfig, heads: bool) -> list[_Entry]:
-    body = ("albert",) if heads else ()
-    plan = _embeddings(cfg, body)
-    if cfg.use_projection:
-        plan += _linear(_PROJ, body + ("encoder", "embedding_hidden_mapping_in"), (),
-                        (cfg.hidden_size, cfg.embedding_size), (cfg.hidden_size,))
-    groups, K = hf_groups(cfg), cfg.inner_group_num
-    # Our stack axes: ('groups' only if G > 1 | 'layers' always), then ('inner' only if K > 1).
-    stacked_groups = cfg.sharing == "none" or cfg.num_hidden_groups > 1
-    part = body + ("encoder", "shared" if cfg.sharing == "all" else "layers")
-    for g in range(groups):
-        for k in range(K):
-            p = f"encoder.albert_layer_groups.{g}.albert_layers.{k}."
-            names = dict(q=p + "attention.query", k=p + "attention.key", v=p + "attention.value",
-                         o=p + "attention.dense", ln1=p + "attention.LayerNorm", ffn_in=p + "ffn",
-                         ffn_out=p + "ffn_output", ln2=p + "full_layer_layer_norm")
-            index = ((g,) if stacked_groups else ()) + ((k,) if K > 1 else ())
-            plan += _block(cfg, names, part + ("attention",), part + ("ffn",), index)
-    plan += _linear("pooler", body + ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
-    if heads:
-        H, E = cfg.hidden_size, cfg.embedding_size
-        plan += _linear("predictions.dense", ("predictions", "dense"), (), (E, H), (E,))
-        plan += _norm("predictions.LayerNorm", ("predictions", "LayerNorm"), (), E)
-        plan.append(_Entry("predictions.bias", ("predictions", "bias"), (), False, (cfg.vocab_size,)))
-        plan += _linear("sop_classifier.classifier", ("seq_relationship",), (), (2, H), (2,))
-    # HF keys of the body carry the 'albert.' prefix inside AlbertForPreTraining.
-    if heads:
-        plan = [e if e.hf_key.startswith(_ALBERT_HEAD_PREFIXES) else dataclasses.replace(e, hf_key="albert." + e.hf_key)
-                for e in plan]
-    return plan
-
-
-def _bert_plan(cfg: AlbertConfig) -> list[_Entry]:
-    plan = _embeddings(cfg, ())
-    part = ("encoder", "layers")
-    for i in range(cfg.num_hidden_layers):
-        p = f"encoder.layer.{i}."
-        names = dict(q=p + "attention.self.query", k=p + "attention.self.key", v=p + "attention.self.value",
-                     o=p + "attention.output.dense", ln1=p + "attention.output.LayerNorm",
-                     ffn_in=p + "intermediate.dense", ffn_out=p + "output.dense", ln2=p + "output.LayerNorm")
-        plan += _block(cfg, names, part + ("attention",), part + ("ffn",), (i,))
-    return plan + _linear("pooler.dense", ("pooler",), (), (cfg.hidden_size,) * 2, (cfg.hidden_size,))
-
-
-@functools.lru_cache(maxsize=16)
-def _target_shapes(cfg: AlbertConfig, heads: bool) -> dict[tuple[str, ...], tuple[tuple[int, ...], Any]]:
-    """Flat {path: (shape, dtype)} of the model's own params, from an abstract init (no compute)."""
-    import jax
-    import jax.numpy as jnp
-    from flax import linen as nn
-    from flax import traverse_util
-
-    from albert_jax.modeling import AlbertForPreTraining, AlbertModel
-
-    model = AlbertForPreTraining(cfg) if heads else AlbertModel(cfg)
-    ids = jnp.zeros((1, 1), jnp.int32)
-    abstract = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), ids))
-    flat = traverse_util.flatten_dict(nn.unbox(abstract["params"]))
-    return {k: (tuple(v.shape), v.dtype) for k, v in flat.items()}
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -205,7 +88,7 @@ def _check_keys(sd: dict[str, np.ndarray], plan: list[_Entry], what: str) -> Non
         raise ConversionError(f"{what}: {len(bad)} shape mismatch(es): " + "; ".join(bad[:12]) + hint)
 
 
-def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, heads: bool) -> dict:
+def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head: str) -> dict:
     """Scatter the checked HF tensors into freshly allocated arrays of the model's own shapes.
 
     Returns jax arrays (config.param_dtype), not numpy: the scanned encoder indexes the shared parameters with
@@ -216,7 +99,7 @@ def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head
     import jax.numpy as jnp
     from flax import traverse_util
 
-    targets = _target_shapes(cfg, heads)
+    targets = _target_shapes(cfg, head)
     arrays = {path: np.zeros(shape, dtype) for path, (shape, dtype) in targets.items()}
     filled: dict[tuple, int] = {}
     stack_rank: dict[tuple, int] = {}
@@ -296,19 +179,39 @@ def hf_to_params(state_dict: dict, config: AlbertConfig, heads: bool | None = No
                                   f"but {pre}{_PROJ} is not an identity mapping; use embedding_projection=True")
     plan = _albert_plan(config, heads)
     _check_keys(sd, plan, what)
-    return _fill(sd, plan, config, heads)
+    return _fill(sd, plan, config, "pretraining" if heads else "model")
 
 
-def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True) -> dict[str, np.ndarray]:
-    """Our params -> HF state dict (float32 numpy). AlbertForPreTraining keys when `params` has the heads
-    ('albert' at the top), AlbertModel keys otherwise. include_tied adds predictions.decoder.{weight,bias}
-    so that `load_state_dict(strict=True)` accepts it; HF's own files omit them."""
+def _infer_head(params: dict) -> str:
+    if "predictions" in params:
+        return "pretraining"
+    if "albert" in params:
+        raise ConversionError(f"a task model's params (top level {sorted(params)}): say which HF head it is "
+                              f"(head= one of {', '.join(h for h in _HEADS if h not in ('model', 'pretraining'))})")
+    return "model"
+
+
+def _num_labels(params: dict, head: str) -> int:
+    module = _HEADS[head][1]
+    return int(np.shape(params[module]["bias"])[0]) if module and module in params else 2
+
+
+def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True, *, head: str | None = None,
+                 family: str = "albert") -> dict[str, np.ndarray]:
+    """Our params -> the state dict of `hf_class(family, head)` (float32 numpy).
+
+    head=None: AlbertForPreTraining keys when `params` has the pretraining heads, AlbertModel keys for a bare
+    encoder; a task model's tree needs its head named ('sequence', 'token', 'qa', 'choice': HEAD_OF_MODEL).
+    family='bert' writes Bert* keys (sharing='none', E == H, no projection). include_tied adds
+    predictions.decoder.{weight,bias} so that `load_state_dict(strict=True)` accepts it; HF's own files omit them.
+    """
     from flax import traverse_util
 
-    heads = "albert" in params
-    plan = _albert_plan(config, heads)  # raises for sharing modes HF cannot hold
+    head = head or _infer_head(params)
+    num_labels = _num_labels(params, head)
+    plan = _plan(config, family, head, num_labels)  # raises for what HF cannot hold
     flat = traverse_util.flatten_dict(dict(params))
-    targets = _target_shapes(config, heads)
+    targets = _target_shapes(config, head, num_labels)
     missing, unexpected = set(targets) - set(flat), set(flat) - set(targets)
     if missing or unexpected:
         raise ConversionError("params do not match the config: " + "; ".join(
@@ -323,27 +226,60 @@ def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True) 
         a = np.asarray(flat[e.path], dtype=np.float32)[e.index]
         out[e.hf_key] = np.ascontiguousarray(
             a.reshape(e.hf_shape[::-1]).T if e.transpose else a.reshape(e.hf_shape))
-    pre = "albert." if heads else ""
-    if not config.use_projection:  # HF always projects E -> H; the identity keeps the function unchanged
+    pre = "" if head == "model" else "albert."
+    if family == "albert" and not config.use_projection:
+        # HF ALBERT always projects E -> H; the identity keeps the function unchanged.
         out[f"{pre}{_PROJ}.weight"] = np.eye(config.hidden_size, dtype=np.float32)
         out[f"{pre}{_PROJ}.bias"] = np.zeros(config.hidden_size, np.float32)
-    if heads and include_tied:
+    if head == "pretraining" and include_tied:
         out["predictions.decoder.weight"] = out["albert.embeddings.word_embeddings.weight"]
         out["predictions.decoder.bias"] = out["predictions.bias"]
     return out
 
 
-def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir) -> Path:
-    """Write config.json + model.safetensors loadable by transformers.AlbertForPreTraining.from_pretrained
-    (AlbertModel.from_pretrained when `params` has no heads)."""
+def bert_hf_json(cfg: AlbertConfig) -> dict[str, Any]:
+    """A HuggingFace BertConfig dict for a BERT-shaped config (the inverse of `bert_config`)."""
+    _bert_body(cfg, (), False)  # refuses configs BERT cannot hold
+    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+            "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
+            "type_vocab_size", "initializer_range", "layer_norm_eps")
+    # Our hidden_act names are HF's (both 'gelu' = exact erf, 'gelu_new' = tanh form).
+    return {"architectures": ["BertModel"], "model_type": "bert", **{k: getattr(cfg, k) for k in keys},
+            "classifier_dropout": cfg.classifier_dropout_prob, "position_embedding_type": "absolute",
+            "pad_token_id": 0}
+
+
+def hf_config_json(config: AlbertConfig, family: str = "albert", head: str = "pretraining",
+                   labels: list[str] | None = None, problem_type: str | None = None) -> dict[str, Any]:
+    """The config.json of `hf_class(family, head)`: labels set id2label/label2id (HF's num_labels)."""
+    d = config.to_hf_json() if family == "albert" else bert_hf_json(config)  # raise for what HF cannot hold
+    d["architectures"] = [hf_class(family, head)]
+    if labels is not None:
+        d["id2label"] = {str(i): str(name) for i, name in enumerate(labels)}
+        d["label2id"] = {str(name): i for i, name in enumerate(labels)}
+    if problem_type is not None:
+        d["problem_type"] = problem_type
+    return d
+
+
+def check_hf(config: AlbertConfig, family: str = "albert", head: str = "pretraining") -> None:
+    """Raise (ConfigError / ConversionError, naming why) if `hf_class(family, head)` cannot hold or run this
+    config: before anything is written."""
+    hf_config_json(config, family, head)
+    _plan(config, family, head)
+
+
+def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str | None = None,
+                       family: str = "albert", labels: list[str] | None = None,
+                       problem_type: str | None = None) -> Path:
+    """Write config.json + model.safetensors loadable by `transformers.<hf_class(family, head)>.from_pretrained`
+    (head=None: AlbertForPreTraining, or AlbertModel when `params` has no heads; see `params_to_hf`)."""
     from safetensors.numpy import save_file
 
     out = Path(out_dir)
-    hf_groups(config)  # refuses the layouts HF cannot hold (ConversionError), before anything else
-    hf_config = config.to_hf_json()
-    tensors = params_to_hf(params, config, include_tied=False)  # as HF writes them: tied copies omitted
-    if "albert" not in params:
-        hf_config["architectures"] = ["AlbertModel"]
+    head = head or _infer_head(params)
+    hf_config = hf_config_json(config, family, head, labels, problem_type)
+    tensors = params_to_hf(params, config, include_tied=False, head=head, family=family)  # as HF writes them
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(hf_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     # transformers refuses safetensors files whose metadata lacks the framework tag.
@@ -417,18 +353,14 @@ def bert_config(hf_config: dict) -> AlbertConfig:
 def bert_to_params(state_dict: dict, config: AlbertConfig) -> dict:
     """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped) state dict -> AlbertModel params
     (jax array leaves, config.param_dtype)."""
-    if config.sharing != "none" or config.use_projection or config.embedding_size != config.hidden_size:
-        raise ConversionError("a BERT checkpoint needs sharing='none', embedding_size == hidden_size and "
-                              f"embedding_projection=False (got sharing={config.sharing!r}, "
-                              f"E={config.embedding_size}, H={config.hidden_size}, projection={config.use_projection})")
+    plan = _bert_plan(config)  # refuses configs BERT cannot hold
     sd = {}
     for key, value in _normalize(state_dict).items():
         if key.startswith("cls."):  # BERT's MLM/NSP heads: BERT-shaped, not part of an AlbertModel
             continue
         sd[key[len("bert."):] if key.startswith("bert.") else key] = value
-    plan = _bert_plan(config)
     _check_keys(sd, plan, "BERT checkpoint")
-    return _fill(sd, plan, config, heads=False)
+    return _fill(sd, plan, config, "model")
 
 
 def load_bert_safetensors(path_or_dir, *, config: AlbertConfig | None = None,

@@ -50,3 +50,14 @@ def stacked_sets(cfg, part: str) -> int | None:
     if not is_shared(cfg, part):
         return cfg.num_hidden_layers
     return cfg.num_shared_sets if shared_index(cfg) is not None else None
+
+
+def param_set(cfg, part: str, layer: int, inner: int = 0) -> tuple[str, tuple[int, ...]]:
+    """Where the parameters that layer `layer` (inner block `inner`) applies for `part` ('attention' or 'ffn')
+    live: ('shared' | 'layers', the index into that subtree's leading axes). Exporters and importers of other
+    layouts ask this rather than repeat the rule."""
+    inner_ix = (inner,) if cfg.inner_group_num > 1 else ()
+    if not is_shared(cfg, part):
+        return "layers", (layer,) + inner_ix
+    index = shared_index(cfg)
+    return "shared", ((index[layer],) if index is not None else ()) + inner_ix

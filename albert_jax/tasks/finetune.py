@@ -56,6 +56,7 @@ class InitSource:
     encoder: Callable[[], dict] | None = None  # host parameters of the AlbertModel subtree
     head: Callable[[], dict] | None = None  # a fine-tuned run's other top-level subtrees (its head)
     task: dict | None = None  # a fine-tuned run's task description
+    step: int | None = None  # a workdir's checkpoint step, known once encoder() has read it
 
 
 def _load_tokenizer(path) -> Any:
@@ -65,6 +66,38 @@ def _load_tokenizer(path) -> Any:
         return None
 
 
+def checkpoint_steps(directory) -> list[int]:
+    """The committed steps of a checkpoint directory (names only; nothing is opened)."""
+    d = Path(directory)
+    return sorted(int(n.name) for n in d.iterdir() if n.name.isdigit() and n.is_dir()) if d.is_dir() else []
+
+
+def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[int, str, AlbertConfig, dict, dict]:
+    """(step, 'best' | 'checkpoints', model config, task description, parameters) of one fine-tuning seed's run.
+
+    step=None reads best/ (the best dev checkpoint) when there is one, else the latest of checkpoints/; a given
+    step is read from checkpoints/, or from best/ when that is where it is. `sharding` as in
+    `checkpoints.restore_params_only`."""
+    from albert_jax.tasks.pretraining.run import read_run_config
+
+    path = Path(workdir)
+    run_cfg = read_run_config(str(path))
+    cfg, task_info = AlbertConfig.from_dict(run_cfg["model"]), run_cfg.get("task", {})
+    best, saved = checkpoint_steps(path / "best"), checkpoint_steps(path / "checkpoints")
+    if step is None:
+        where = "best" if best else "checkpoints"
+    elif step in saved:
+        where = "checkpoints"
+    elif step in best:
+        where = "best"
+    else:
+        raise InitError(f"{path} has no checkpoint at step {step}: checkpoints/ holds {saved or 'none'}, best/ holds "
+                        f"{best or 'none'}")
+    abstract = nn.unbox(st.abstract_params(make_task(task_info["name"]), cfg))
+    step, params = ckpt.restore_params_only(str(path / where), abstract, step, sharding)
+    return step, where, cfg, task_info, params
+
+
 def _workdir_source(path: Path, step: int | None) -> InitSource:
     from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
 
@@ -72,21 +105,33 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
     cfg = AlbertConfig.from_dict(run_cfg["model"])
     task_info = run_cfg.get("task", {"name": "pretrain"})
     tokenizer = _load_tokenizer(path)
+    if not (ckpt.has_steps(str(path / "checkpoints")) or ckpt.has_steps(str(path / "best"))):
+        raise InitError(f"{path} is a run's workdir with no checkpoint yet (checkpoints/ holds no step): let it "
+                        "train until its first save, or point at another run")
     if str(task_info.get("name", "")).startswith("pretrain"):
+        src = InitSource("workdir", str(path), cfg, tokenizer)
+
         def encoder():
-            return params_from_workdir(str(path), step)[2]["albert"]
-        return InitSource("workdir", str(path), cfg, tokenizer, encoder)
-    task = make_task(task_info["name"])
-    abstract = nn.unbox(st.abstract_params(task, cfg))
-    where = path / "best" if (path / "best").is_dir() and step is None else path / "checkpoints"
+            src.step, _, params = params_from_workdir(str(path), step)
+            return params["albert"]
+        src.encoder = encoder
+        return src
     cache: dict = {}
 
     def params():
         if not cache:
-            cache["p"] = ckpt.restore_params_only(str(where), abstract, step)[1]
+            src.step, _, _, _, cache["p"] = finetuned_params(path, step)
         return cache["p"]
-    return InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
-                      lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
+    src = InitSource("workdir", str(path), cfg, tokenizer, lambda: params()["albert"],
+                     lambda: {k: v for k, v in params().items() if k != "albert"}, task_info)
+    return src
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InitError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
 
 
 def resolve_init(spec: str, step: int | None = None) -> InitSource:
@@ -103,14 +148,15 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
     if not path.exists():
         raise InitError(f"init={spec!r}: no such directory; expected a pretraining or fine-tuning workdir, a "
                         "HuggingFace ALBERT/BERT directory, 'minilm' or 'random'")
-    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()):
-        return _workdir_source(path, step)
     if sorted(path.glob("seed-*")):
         raise InitError(f"init={spec!r} holds several fine-tuning seeds; point at one of them, e.g. "
                         f"{sorted(path.glob('seed-*'))[0]}")
+    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()
+                                              or "experiment" in _read_json(path / "config.json")):
+        return _workdir_source(path, step)  # ours (an "experiment" section), with or without a checkpoint yet
     if (path / "config.json").is_file():
         from albert_jax.interop import hf
-        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        model_type = _read_json(path / "config.json").get("model_type")
         if model_type == "albert":
             cfg, params = hf.load_hf_pretrained(path)
             enc = params.get("albert", params)

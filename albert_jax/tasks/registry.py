@@ -16,7 +16,7 @@ from albert_jax.tasks.tagging import TaggingTask
 
 def _pd_pos():
     from albert_jax.data.labeled_tasks import PD_POS_TAGS
-    return TaggingTask("pd_pos", "pd_pos", PD_POS_TAGS)
+    return TaggingTask("pd_pos", "pd_pos", PD_POS_TAGS, spaced=False)  # Chinese: no spaces between words
 
 
 def _glue(name, keys, num_labels=2, metrics=("accuracy",), headline="accuracy", row=None, dev=("validation",)):

@@ -1,7 +1,13 @@
 """Token tagging (POS, NER): one label per word, predicted at the word's first sub-token, as BERT's recipe.
 
 Words are tokenized one by one; the first sub-token of each word carries its tag, the other sub-tokens and the
-special tokens carry -1 and are ignored by the loss and the metric. Sentences longer than max_len are truncated
+special tokens carry -1 and are ignored by the loss and the metric.
+
+SentencePiece writes a word boundary as "▁": encoding a word on its own often yields a bare "▁" piece and then the
+word's pieces (94% of People's Daily words with our Chinese tokenizer). That bare piece is the same for every word,
+so it must never carry the tag, or the head sees one identical embedding for every word. For text written without
+spaces (`spaced=False`: Chinese) the bare piece is dropped: the sentence is then tokenized as pretraining saw it,
+with no boundary marks between words. For spaced text it stays in the input and the tag goes on the next piece. Sentences longer than max_len are truncated
 at a word boundary and counted. Token accuracy is over words: sums of correct tags over counts of tagged words.
 """
 from __future__ import annotations
@@ -19,6 +25,15 @@ from albert_jax.tasks.classification import DownstreamTask
 from albert_jax.tasks.features import Features, TaskDataError, pad_row, text_of
 
 
+def bare_boundary_id(tokenizer) -> int | None:
+    """The id of SentencePiece's lone word-boundary piece "▁", or None (WordPiece, or no such piece)."""
+    to_id, to_piece = getattr(tokenizer, "piece_to_id", None), getattr(tokenizer, "id_to_piece", None)
+    if to_id is None or to_piece is None:
+        return None
+    i = to_id("\u2581")
+    return i if to_piece(i) == "\u2581" else None
+
+
 class TaggingTask(DownstreamTask):
     ratios = {"task_loss": ("loss_sum", "count"), "accuracy": ("correct", "count")}
     headline = "accuracy"
@@ -26,8 +41,9 @@ class TaggingTask(DownstreamTask):
     table14 = "ner"
 
     def __init__(self, name: str, source: str, tags: Sequence[str], *, words_key="words", tags_key="tags",
-                 max_seq_length=128):
+                 max_seq_length=128, spaced: bool = True):
         self.name, self.source, self.tags = name, source, tuple(tags)
+        self.spaced = spaced
         self.words_key, self.tags_key = words_key, tags_key
         self.tag_index = {t: i for i, t in enumerate(self.tags)}
         self.num_labels = len(self.tags)
@@ -40,8 +56,16 @@ class TaggingTask(DownstreamTask):
         z = np.zeros((1, 8), np.int32)
         return {"input_ids": z, "input_mask": z + 1, "segment_ids": z, "labels": z - 1}
 
+    def word_pieces(self, tokenizer, word: str, boundary: int | None) -> tuple[list[int], int]:
+        """(the word's token ids, the index of the one that carries its tag); see the module docstring."""
+        pieces = tokenizer.encode(word) or [tokenizer.unk_id]
+        if boundary is None or len(pieces) < 2 or pieces[0] != boundary:
+            return pieces, 0
+        return (pieces, 1) if self.spaced else (pieces[1:], 0)
+
     def featurize(self, records, tokenizer, max_len, split, training):
         stats: collections.Counter = collections.Counter()
+        boundary = bare_boundary_id(tokenizer)
         rows = []
         for i, r in enumerate(records):
             words, tags = text_of(r, self.words_key).split(" "), text_of(r, self.tags_key).split(" ")
@@ -53,13 +77,13 @@ class TaggingTask(DownstreamTask):
                 if tag not in self.tag_index:
                     raise TaskDataError(f"task {self.name}, split {split!r}, example {i}: tag {tag!r} is not in "
                                         f"the task's tag set ({len(self.tags)} tags)")
-                pieces = tokenizer.encode(word) or [tokenizer.unk_id]
+                pieces, first = self.word_pieces(tokenizer, word, boundary)
                 if len(ids) + len(pieces) > max_len - 1:
                     stats["truncated"] += 1
                     stats["words_dropped"] += len(words) - (sum(1 for x in labels if x >= 0))
                     break
                 ids += pieces
-                labels += [self.tag_index[tag]] + [-1] * (len(pieces) - 1)
+                labels += [-1] * first + [self.tag_index[tag]] + [-1] * (len(pieces) - first - 1)
             ids.append(tokenizer.sep_id)
             labels.append(-1)
             row = pad_row(ids, [0] * len(ids), max_len, tokenizer.pad_id)

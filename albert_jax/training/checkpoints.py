@@ -378,9 +378,14 @@ def read_meta(directory: str, step: int) -> dict[str, Any]:
         return json.load(f)
 
 
-def restore_params_only(directory: str, abstract_params: Any, step: int | None = None) -> tuple[int, Any]:
+def restore_params_only(directory: str, abstract_params: Any, step: int | None = None,
+                        sharding: Any = None) -> tuple[int, Any]:
     """Parameters alone from a pretraining checkpoint (for fine-tuning, export, init tricks); the step is
-    verified against its manifest first."""
+    verified against its manifest first. `sharding` (e.g. one device) lays every array out so, whatever the
+    devices of the run that saved it; None keeps the abstract leaves' shardings (or the saved ones)."""
+    if sharding is not None:
+        abstract_params = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding),
+                                       abstract_params)
     mgr = ocp.CheckpointManager(os.path.abspath(directory), item_names=("state", "data", "meta"),
                                 options=ocp.CheckpointManagerOptions(read_only=True))
     step = mgr.latest_step() if step is None else step

@@ -116,8 +116,8 @@ class PretrainData:
         return batches()
 
 
-def prepare(config) -> PretrainData:
-    d = config.data
+def _corpus_source(d) -> tuple[Path, str, dict]:
+    """(cache directory, TFDS name, builder arguments) of the data section's corpus."""
     cache = fetch.default_cache_dir()
     max_docs = d.max_docs or None
     source_kwargs, tag, tfds_name = {"max_docs": max_docs}, "", d.corpus
@@ -139,13 +139,23 @@ def prepare(config) -> PretrainData:
                             + [held_out])
         tfds_name = f"{d.corpus}_{tag[1:]}"  # TFDS caches by config name: a changed corpus gets a new one
     root = cache / "pretrain" / f"{d.corpus.replace('/', '_')}-{max_docs or 'all'}{tag}"
+    return root, tfds_name, source_kwargs
+
+
+def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
+    """The corpus splits of data section `d` as official-format text files (cached; built when missing).
+
+    The validation split is the run's held-out text: pretraining evaluates on it, and the layer analysis
+    (experiments/analysis.py) reads it."""
+    root, tfds_name, source_kwargs = _corpus_source(d)
     root.mkdir(parents=True, exist_ok=True)
     texts = {}
-    for split in ("train", "validation"):
+    for split in splits:
         path = root / f"{split}.txt"
         if not path.exists():
             try:
-                source = builders.load_source(tfds_name, split, cache_dir=cache, **source_kwargs)
+                source = builders.load_source(tfds_name, split, cache_dir=fetch.default_cache_dir(),
+                                              **source_kwargs)
             except ValueError as e:
                 if "Unknown split" not in str(e):
                     raise ValueError(f"data.corpus={d.corpus!r}: {e}") from None
@@ -160,6 +170,14 @@ def prepare(config) -> PretrainData:
             if _write_official_format(source, path, d.corpus) == 0:
                 raise ValueError(f"data.corpus={d.corpus!r}: its {split!r} split holds no text")
         texts[split] = path
+    return texts
+
+
+def prepare(config) -> PretrainData:
+    d = config.data
+    max_docs = d.max_docs or None
+    root = _corpus_source(d)[0]
+    texts = corpus_texts(d)
     if d.spm_model:
         tokenizer = tokenization.Tokenizer.load(d.spm_model)
     else:

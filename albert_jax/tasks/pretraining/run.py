@@ -30,11 +30,12 @@ def read_run_config(workdir: str) -> dict:
         return json.load(f)
 
 
-def params_from_workdir(workdir: str, step: int | None = None):
-    """(step, model config, parameters) of a pretraining run's checkpoint (the latest when step is None)."""
+def params_from_workdir(workdir: str, step: int | None = None, sharding=None):
+    """(step, model config, parameters) of a pretraining run's checkpoint (the latest when step is None);
+    `sharding` as in `checkpoints.restore_params_only`."""
     cfg = AlbertConfig.from_dict(read_run_config(workdir)["model"])
     abstract = nn.unbox(st.abstract_params(PretrainingTask(), cfg))  # nothing allocated before the restore
-    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step)
+    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step, sharding)
     return step, cfg, params
 
 

@@ -1,0 +1,68 @@
+"""`albert-jax sweep NAME --scale S --runs DIR`: every row of an experiment, resumable (experiments/sweep.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _run(args) -> int:
+    from albert_jax.cli.common import setup_logging
+    from albert_jax.experiments import registry, sweep
+
+    setup_logging(args.log_level)
+    exp = registry.get(args.name, args.experiments_dir)
+    rows = [r for r in (args.rows or "").split(",") if r] or None
+    plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir)
+    groups = sweep.chains(plans)
+    if args.launcher == "print":
+        for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set):
+            print(line)
+        return 0
+    sweep.check(plans)
+    done = sum(all(s.done() for s in p.stages) for p in plans)
+    print(f"{exp.name} at scale {args.scale}: {len(plans)} rows ({done} already finished) in "
+          f"{Path(args.runs) / exp.name / args.scale}", flush=True)
+    if args.launcher == "local":
+        if not sweep.run_rows(plans):
+            return 3  # interrupted: the stage checkpointed; the same command continues
+    else:
+        resources = dict(sweep.SLURM_RESOURCES[args.scale])
+        for key in ("timeout_min", "nodes", "gpus_per_node", "cpus_per_task"):
+            if getattr(args, key) is not None:
+                resources[key] = getattr(args, key)
+        if args.partition:
+            resources["slurm_partition"] = args.partition
+        exp_dir = Path(args.experiments_dir) if args.experiments_dir else registry.experiments_dir()
+        results = sweep.submit(exp, args.scale, args.runs, groups, args.set, args.launcher, resources, exp_dir,
+                               wait=not args.no_wait)
+        if not args.no_wait and not all(r.get("finished") for r in results):
+            return 3
+    if args.table and args.launcher == "local" or (args.table and not args.no_wait):
+        from albert_jax.experiments import table
+
+        text, files = table.build(exp, args.scale, args.runs)
+        print("\n" + text)
+        print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("sweep", help="run every row of an experiment end to end (resumable)")
+    p.add_argument("name", help="an experiment (`albert-jax experiments list`)")
+    p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper")
+    p.add_argument("--runs", required=True, help="directory for the rows' workdirs (RUNS/<name>/<scale>/<row>/)")
+    p.add_argument("--rows", help="comma list of row names or slugs (default: every row)")
+    p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
+                   help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, finetune.num_seeds=1")
+    p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
+                   help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
+                   "the same through submitit's local executor; print: one launch command per row")
+    p.add_argument("--table", action="store_true", help="print the table (and write CSV and plots) at the end")
+    p.add_argument("--no-wait", action="store_true", help="slurm: return once the jobs are submitted")
+    p.add_argument("--partition", help="slurm partition")
+    p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")
+    p.add_argument("--nodes", type=int, help="hosts per job (a multi-host row)")
+    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int)
+    p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int)
+    p.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
+    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages")
+    p.set_defaults(func=_run)

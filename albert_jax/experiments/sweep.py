@@ -1,0 +1,295 @@
+"""Sweeps: every row of an experiment end to end (pretrain, whose last evaluation is the intrinsic MLM/SOP/NSP
+measurement, then fine-tuning on the experiment's tasks), resumable at any moment.
+
+A row's directory `RUNS/<experiment>/<scale>/<row>/` holds `pretrain/` (a pretraining workdir) and
+`finetune-<task>/` (a fine-tuning workdir per task, one `seed-<s>/` each) plus `row.json` (the row, the exact
+command of every stage and its state). Each stage is one of our ordinary commands, so a stage interrupted at any
+moment resumes from its own checkpoint; a finished stage is recognised by what it left on disk (the final
+pretraining checkpoint; the fine-tuning results.json with every seed), never by a flag set before the work ended.
+
+Launchers: `local` runs the rows in this process, one after another; `slurm` (and `submitit-local`, the same
+code path on this machine) submits one job per chain of rows through submitit (a row warm-started from another
+runs in its source's job, after it); `print` prints one command per chain for any other scheduler.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from albert_jax.experiments import registry as R
+
+STAGE_PREFIXES = ("pretrain.", "finetune.")
+
+
+class SweepError(ValueError):
+    """A sweep cannot run as asked; the message names the row, stage or setting."""
+
+
+@dataclasses.dataclass
+class Stage:
+    kind: str  # pretrain | finetune
+    name: str  # "pretrain" or "finetune-<task>"
+    workdir: Path
+    spec: str  # experiments/<file>.py:<args>
+    sets: list[str]
+
+    def config(self):
+        from albert_jax.experiments.args import apply_overrides
+        from albert_jax.experiments.loader import load_config
+
+        c = load_config(self.spec)
+        apply_overrides(c, self.sets)
+        return c
+
+    def command(self) -> str:
+        parts = ["albert-jax", self.kind, "--config", self.spec]
+        for s in self.sets:
+            parts += ["--set", s]
+        return shlex.join(parts + ["--workdir", str(self.workdir)])
+
+    def done(self) -> bool:
+        return stage_done(self.kind, self.workdir, self.config())
+
+    def progress(self) -> str:
+        c = self.config()
+        if self.kind == "pretrain":
+            step = _latest_step(self.workdir / "checkpoints")
+            return f"step {step or 0}/{c.train.num_train_steps}"
+        seeds = sum((self.workdir / f"seed-{c.train.seed + i}" / "results.json").is_file() for i in range(c.num_seeds))
+        return f"{seeds}/{c.num_seeds} seeds"
+
+
+def _latest_step(directory: Path) -> int | None:
+    if not directory.is_dir():
+        return None
+    steps = [int(n) for n in os.listdir(directory) if n.isdigit() and (directory / n).is_dir()]
+    return max(steps, default=None)
+
+
+def stage_done(kind: str, workdir: Path, config) -> bool:
+    if kind == "pretrain":
+        return _latest_step(workdir / "checkpoints") == config.train.num_train_steps
+    results = workdir / "results.json"
+    if not results.is_file():
+        return False
+    seeds = {s.get("seed") for s in json.loads(results.read_text(encoding="utf-8")).get("seeds", [])}
+    return all(config.train.seed + i in seeds for i in range(config.num_seeds))
+
+
+def _format(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def split_overrides(items: Iterable[str] | None) -> dict[str, list[str]]:
+    """`pretrain.train.num_train_steps=600` -> {'pretrain': ['train.num_train_steps=600'], ...}."""
+    out: dict[str, list[str]] = {"pretrain": [], "finetune": []}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        stage = next((p[:-1] for p in STAGE_PREFIXES if key.startswith(p)), None)
+        if not eq or stage is None:
+            raise SweepError(f"--set {item!r}: a sweep setting names its stage, e.g. "
+                             "pretrain.train.num_train_steps=600 or finetune.num_seeds=1")
+        out[stage].append(f"{key[len(stage) + 1:]}={value}")
+    return out
+
+
+@dataclasses.dataclass
+class RowPlan:
+    experiment: str
+    scale: str
+    row: R.Row
+    directory: Path
+    stages: list[Stage]
+
+    def describe(self) -> dict:
+        return {"experiment": self.experiment, "scale": self.scale, "row": self.row.name,
+                "fields": self.row.fields, "paper": self.row.paper, "warm_start": self.row.warm_start,
+                "stages": [{"name": s.name, "workdir": str(s.workdir), "command": s.command()} for s in self.stages]}
+
+
+def row_directory(runs: Path, experiment: str, scale: str, row: R.Row) -> Path:
+    return Path(runs) / experiment / scale / row.slug
+
+
+def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str] | None = None,
+         experiments_dir: Path | None = None) -> list[RowPlan]:
+    """The stages of every row (or the named ones), with their exact configs; nothing is run or written."""
+    exp_dir = Path(experiments_dir or R.experiments_dir()).resolve()
+    if exp_dir.is_relative_to(Path.cwd()):
+        exp_dir = exp_dir.relative_to(Path.cwd())  # commands as a user types them from the repository root
+    user = split_overrides(overrides)
+    fixed = split_overrides(f"{k}={_format(v)}" for k, v in exp.settings.get(scale, {}).items())
+    all_rows = exp.rows_at(scale)
+    wanted = {exp.row(scale, n).name for n in rows} if rows else {r.name for r in all_rows}
+    plans = []
+    for row in all_rows:
+        if row.name not in wanted:
+            continue
+        d = row_directory(runs, exp.name, scale, row)
+        pre_sets = [f"{k}={_format(v)}" for k, v in row.fields.items()] + fixed["pretrain"]
+        if row.warm_start:
+            src = row_directory(runs, exp.name, scale, exp.row(scale, row.warm_start)) / "pretrain"
+            pre_sets += [f"train.init_from={src}", "train.init_mode=deeper"]
+        pre_sets += user["pretrain"]
+        stages = [Stage("pretrain", "pretrain", d / "pretrain", f"{exp_dir / 'pretrain.py'}:scale={scale}", pre_sets)]
+        for task in exp.finetune:
+            spec = f"{exp_dir / 'finetune.py'}:task={task},init={d / 'pretrain'},scale={scale}"
+            stages.append(Stage("finetune", f"finetune-{task}", d / f"finetune-{task}", spec,
+                                fixed["finetune"] + user["finetune"]))
+        plans.append(RowPlan(exp.name, scale, row, d, stages))
+    return plans
+
+
+def check(plans: list[RowPlan]) -> None:
+    """Every stage's whole config validated before anything runs (a bad setting fails in seconds, not rows later).
+
+    A fine-tuning stage's init source does not exist yet, so only its own fields are checked here."""
+    from albert_jax.experiments import validate
+
+    for p in plans:
+        for s in p.stages:
+            try:
+                c = s.config()
+                if s.kind == "pretrain":
+                    if p.row.warm_start and not os.path.isdir(c.train.init_from):
+                        c.train.init_from, c.train.init_mode = "", "copy"  # its source row runs first
+                    validate.validate(c, "pretrain", None)
+            except ValueError as e:
+                raise SweepError(f"{p.experiment} row {p.row.name!r}, stage {s.name}: {e}") from None
+
+
+def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
+    """Rows grouped so that a warm-started row runs after its source, in the same job."""
+    by_name = {p.row.name: p for p in plans}
+    groups: list[list[RowPlan]] = []
+    where: dict[str, int] = {}
+    for p in plans:
+        src = p.row.warm_start
+        if src and src in where:
+            where[p.row.name] = where[src]
+            groups[where[src]].append(p)
+        else:
+            if src and src not in by_name:
+                raise SweepError(f"row {p.row.name!r} warm-starts from {src!r}, which is not in this sweep: add "
+                                 "it to --rows")
+            where[p.row.name] = len(groups)
+            groups.append([p])
+    return groups
+
+
+# ------------------------------------------------------------------ running
+def _write_row_json(p: RowPlan, state: dict) -> None:
+    p.directory.mkdir(parents=True, exist_ok=True)
+    tmp = p.directory / "row.json.tmp"
+    tmp.write_text(json.dumps({**p.describe(), **state}, indent=1), encoding="utf-8")
+    os.replace(tmp, p.directory / "row.json")
+
+
+def run_stage(stage: Stage) -> bool:
+    """Runs (or resumes) one stage in this process; False when a signal stopped it before the end."""
+    from albert_jax.tasks.finetune import finetune
+    from albert_jax.tasks.pretraining.run import pretrain
+
+    config = stage.config()
+    stage.workdir.parent.mkdir(parents=True, exist_ok=True)
+    if stage.kind == "pretrain":
+        pretrain(config, str(stage.workdir))
+    else:
+        result = finetune(config, str(stage.workdir))
+        if result.get("stopped"):
+            return False
+    return stage.done()
+
+
+def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, offset: int = 0) -> bool:
+    """Run (or resume) the rows in order; True when every row finished. Shows progress per row and overall."""
+    total = total or len(plans)
+    started = time.time()
+    for i, p in enumerate(plans, start=offset + 1):
+        status = {s.name: ("done" if s.done() else s.progress()) for s in p.stages}
+        _write_row_json(p, {"state": "running", "stages_state": status})
+        print(f"[{i}/{total}] {p.experiment} {p.scale} · {p.row.name}: "
+              + ", ".join(f"{k} {v}" for k, v in status.items()), file=out, flush=True)
+        for s in p.stages:
+            if s.done():
+                continue
+            print(f"[{i}/{total}]   {s.name}: {s.progress()} -> running  ({s.command()})", file=out, flush=True)
+            t0 = time.time()
+            if not run_stage(s):
+                _write_row_json(p, {"state": "interrupted", "stages_state": {x.name: x.progress() for x in p.stages}})
+                print(f"[{i}/{total}]   {s.name}: stopped at {s.progress()}; rerun the same command to continue",
+                      file=out, flush=True)
+                return False
+            print(f"[{i}/{total}]   {s.name}: done in {time.time() - t0:.0f} s", file=out, flush=True)
+        _write_row_json(p, {"state": "done", "stages_state": {s.name: "done" for s in p.stages}})
+        elapsed = time.time() - started
+        print(f"[{i}/{total}] done · {i - offset}/{len(plans)} rows this run in {elapsed:.0f} s", file=out,
+              flush=True)
+    return True
+
+
+def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
+                  experiments_dir: str) -> dict:
+    """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
+    if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
+        from albert_jax import sharding
+
+        sharding.init_distributed()
+    exp = R.get(experiment, experiments_dir)
+    plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir))
+    ok = run_rows(plans)
+    return {"rows": rows, "finished": ok}
+
+
+def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides) -> list[str]:
+    out = []
+    for g in groups:
+        cmd = ["albert-jax", "sweep", exp.name, "--scale", scale, "--runs", str(runs),
+               "--rows", ",".join(p.row.slug for p in g)]
+        for o in overrides or ():
+            cmd += ["--set", o]
+        out.append(shlex.join(cmd))
+    return out
+
+
+def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
+           resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout) -> list[dict]:
+    """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
+    import submitit
+
+    folder = Path(runs) / exp.name / scale / "_jobs" / "%j"
+    if launcher == "slurm":
+        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+        executor.update_parameters(**{k: v for k, v in resources.items() if v is not None})
+    elif launcher == "submitit-local":
+        executor = submitit.LocalExecutor(folder=folder)
+        executor.update_parameters(timeout_min=resources.get("timeout_min", 60))
+    else:
+        raise SweepError(f"--launcher {launcher!r}: allowed local, slurm, submitit-local, print")
+    jobs = []
+    for g in groups:
+        names = [p.row.name for p in g]
+        job = executor.submit(run_chain_job, exp.name, scale, str(runs), names, list(overrides or ()),
+                              str(experiments_dir))
+        print(f"submitted job {job.job_id}: {', '.join(names)}", file=out, flush=True)
+        jobs.append((names, job))
+    if not wait:
+        return [{"rows": n, "job_id": j.job_id} for n, j in jobs]
+    results = []
+    for n, j in jobs:
+        results.append({"rows": n, "job_id": j.job_id, **j.result()})  # re-raises a job's error, with its log
+        print(f"job {j.job_id} finished: {', '.join(n)}", file=out, flush=True)
+    return results
+
+
+SLURM_RESOURCES = {  # per scale: what one row needs (one row = one job; --set nothing here changes the science)
+    "smoke": {"timeout_min": 20, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 2, "gpus_per_node": 0},
+    "cpu": {"timeout_min": 120, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 4, "gpus_per_node": 0},
+    "paper": {"timeout_min": 72 * 60, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 16, "gpus_per_node": 8},
+}

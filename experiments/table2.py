@@ -1,0 +1,26 @@
+"""Table 2: BERT against ALBERT (the models of Table 1), fine-tuned, and their training speed.
+
+Run:
+  albert-jax sweep table2 --scale cpu --runs runs
+  albert-jax table table2 --scale cpu --runs runs
+
+Speedup (ours): BERT-large's median step time over the row's, as the paper's "training data throughput relative
+to BERT-large" (the same machine for every row; at the cpu scale widths are H/8, see experiments/table1.py).
+"""
+from albert_jax.experiments.registry import SHORT_CPU, Experiment, Row, config_getter, sibling, sized
+
+MODELS = sibling(__file__, "table1").MODELS  # the architectures and Table 2's printed values live there
+COLS = ("squad11", "squad20", "mnli", "sst2", "race", "avg", "speedup")
+
+
+def rows(scale):
+    return [Row(name, sized(scale, h, layers, e, sharing, a), {"params": params, **dict(zip(COLS, t2))})
+            for name, (h, layers, e, sharing, a, params, t2) in MODELS.items()]
+
+
+EXPERIMENT = Experiment(
+    name="table2", title="Table 2: BERT against ALBERT, downstream and training speed",
+    reading="ALBERT-xxlarge beats BERT-large with 70% of its parameters; ALBERT-large trains about 1.7x faster "
+            "than BERT-large and ALBERT-xxlarge about 3x slower",
+    columns=("params",) + COLS, rows=rows, settings=SHORT_CPU)
+get_config = config_getter("table2")
