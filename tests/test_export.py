@@ -408,3 +408,19 @@ def test_a_shared_set_whose_copies_differ_is_named():
                                                     r"layer_2, layer_3 one shared set"):
         pe.rescan(cfg, tree)
     pe.rescan(cfg, pe.unscan(cfg, _random_tree(cfg)))  # unchanged copies rebuild
+
+
+@pytest.mark.parametrize("sharing,smap,K", [("all", "0.1x3", 1), ("ffn", "0-1.0.1", 2)])
+def test_params_export_of_a_sharing_map_round_trips(tmp_path, sharing, smap, K):
+    """What HF cannot express (a layer -> set map) goes out per layer and comes back bit for bit."""
+    cfg = AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                       num_hidden_layers=4, max_position_embeddings=16, sharing=sharing, sharing_map=smap,
+                       inner_group_num=K)
+    params = _random_tree(cfg)
+    pe.save_params_export(tmp_path / "p", cfg, params)
+    part = "attention" if sharing == "all" else "ffn"
+    sets = json.loads((tmp_path / "p" / "layout.json").read_text())["sets"][part]
+    assert len(sets) == cfg.num_shared_sets * K
+    back_cfg, back = pe.load_params_export(tmp_path / "p")
+    assert back_cfg == cfg
+    _assert_bitwise(back, params)

@@ -125,7 +125,8 @@ def rescan(cfg: AlbertConfig, tree: dict) -> dict:
                     members = next(s for s in sets[part] if "/".join(path) in s)
                     raise ParamsExportError(
                         f"{part} of {'/'.join(path)} differs from {ref_path} ({'/'.join(differ[0]) if differ else 'keys'}"
-                        f"), but sharing={cfg.sharing!r} (num_hidden_groups={cfg.num_hidden_groups}) makes "
+                        f"), but sharing={cfg.sharing!r} (num_hidden_groups={cfg.num_hidden_groups}, sharing_map="
+                        f"{cfg.sharing_map!r}) makes "
                         f"{', '.join(members)} one shared set: they must hold identical values")
                 continue
             first[index] = ("/".join(path), flat)
@@ -140,9 +141,10 @@ def rescan(cfg: AlbertConfig, tree: dict) -> dict:
 
 
 def _lead_shape(cfg: AlbertConfig, part: str) -> tuple[int, ...]:
-    shared = cfg.attention_shared if part == "attention" else cfg.ffn_shared
-    lead = ((cfg.num_hidden_groups,) if cfg.num_hidden_groups > 1 else ()) if shared else (cfg.num_hidden_layers,)
-    return lead + ((cfg.inner_group_num,) if cfg.inner_group_num > 1 else ())
+    from albert_jax.modeling import layout
+
+    prefix = layout.shared_prefix(cfg) if layout.is_shared(cfg, part) else layout.layer_prefix(cfg)
+    return tuple(n for n, _ in prefix)
 
 
 def _identical(a: np.ndarray, b: np.ndarray) -> bool:
