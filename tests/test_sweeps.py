@@ -38,7 +38,7 @@ def cli(*args, check=True, timeout=900):
 def test_registry_holds_every_experiment_of_the_issue():
     names = set(R.load_registry())
     assert {"table1", "table2", "table3", "table4", "table5", "table11", "table12", "groups"} <= names
-    assert {"claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs", "claim_shared_speed"} <= names
+    assert {"claim_layers", "claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs", "claim_shared_speed"} <= names
 
 
 def test_registry_refuses_two_experiments_with_one_name(tmp_path):
