@@ -32,7 +32,8 @@ lint: install
 # The main job: a real sweep, the paper's Table 4 sharing strategies at E=128 (all, attention, FFN, not shared),
 # each row pretrained (MLM + SOP) on the real English mix, evaluated on held-out MLM/SOP/NSP and fine-tuned on
 # the real rt_sentiment sentences, then the table with the paper's values beside ours and its plots. A rerun
-# reuses every finished stage (docs/experiments.md). Rows live in workdirs/demo/table4/cpu/<row>/.
+# reuses every finished stage (docs/experiments.md). Rows live in workdirs/demo/table4/cpu/<row>/. It ends by
+# exporting the best row HF can express to a transformers directory and classifying two sentences with it.
 DEMO_ROWS := e-128-all-shared,e-128-shared-attention,e-128-shared-ffn,e-128-not-shared
 DEMO_SET := --set pretrain.train.num_train_steps=400 --set pretrain.train.warmup_steps=40 \
 	--set pretrain.train.eval_every=400 --set pretrain.train.checkpoint_every=200 \
@@ -40,6 +41,12 @@ DEMO_SET := --set pretrain.train.num_train_steps=400 --set pretrain.train.warmup
 	--set finetune.train.eval_every=100 --set finetune.data.max_seq_length=64
 demo: install data
 	$(VENV)/bin/albert-jax sweep table4 --scale cpu --runs workdirs/demo --rows $(DEMO_ROWS) $(DEMO_SET) --table
+	rm -rf workdirs/demo/best-hf
+	$(VENV)/bin/albert-jax export --to hf --out workdirs/demo/best-hf \
+		--workdir "$$($(VENV)/bin/albert-jax table table4 --scale cpu --runs workdirs/demo --best hf)"
+	$(PY) -c "from transformers import pipeline; c = pipeline('text-classification', model='workdirs/demo/best-hf'); \
+		print('reloaded with transformers:', type(c.model).__name__, c(['a gorgeous, witty, seductive movie.', \
+		'the plot is nothing but boilerplate clichés from start to finish.']))"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

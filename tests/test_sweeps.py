@@ -172,6 +172,10 @@ def test_the_table_reads_the_rows_paper_beside_ours(swept):
     line = next(x for x in out.splitlines() if x.startswith("| E=128 all-shared"))
     assert "| 12M | 11.68M |" in line and "| 90.3 |" in line  # paper's SST-2 beside our rt_sentiment
     assert "not run" in next(x for x in out.splitlines() if x.startswith("| E=768 all-shared"))
+    best = T.best_row(R.get("table4"), "smoke", runs, hf_only=True)
+    assert best["score"] == max(r["finetune"]["rt_sentiment"]["median"] for r in done.values())
+    assert best["workdir"] == str(runs / "table4" / "smoke" / best["row"].lower().replace("=", "-").replace(" ", "-")
+                                  / "finetune-rt_sentiment")
 
 
 def test_submitit_local_executor_runs_a_row_as_a_job(tmp_path):

@@ -86,8 +86,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec: dict[str, Any] = {"row": p.row.name, "paper": p.row.paper, "directory": str(p.directory)}
         cfg = _read_json(pre / "config.json")
         rec["params_run"] = AlbertConfig.from_dict(cfg["model"]).param_count() if cfg else None
-        rec["arch"] = ({k: cfg["model"][k] for k in ("embedding_size", "hidden_size", "num_hidden_layers",
-                                                      "sharing")} if cfg else None)
+        rec["arch"] = ({k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers",
+                                                              "sharing", "sharing_map")} if cfg else None)
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
         final_step = cfg["experiment"]["train"]["num_train_steps"] if cfg else None
@@ -230,3 +230,20 @@ def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True)
         ours, paper = headline_values(exp, records)
         files.append(P.plot_bars(ours, exp.headline, out / "bars.png", paper=paper, title=f"{exp.name} ({scale})"))
     return text, files
+
+
+def best_row(exp: R.Experiment, scale: str, runs, hf_only: bool = False) -> dict | None:
+    """The finished row with the best headline fine-tuning score (dev median); hf_only keeps the rows whose
+    sharing transformers can express (all-shared or not-shared, no sharing_map)."""
+    task = exp.headline if exp.headline in exp.finetune else (exp.finetune[0] if exp.finetune else None)
+    best = None
+    for rec in collect(exp, scale, runs):
+        r = rec["finetune"].get(task) if task else None
+        if not rec["done"] or r is None or not rec["arch"]:
+            continue
+        if hf_only and (rec["arch"]["sharing"] not in ("all", "none") or rec["arch"].get("sharing_map")):
+            continue
+        if best is None or r["median"] > best["score"]:
+            best = {"row": rec["row"], "score": r["median"], "task": task,
+                    "workdir": str(Path(rec["directory"]) / f"finetune-{task}")}
+    return best
