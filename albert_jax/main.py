@@ -19,6 +19,7 @@ _CLI_MODULES = (
     "albert_jax.cli.pretrain",
     "albert_jax.cli.finetune",
     "albert_jax.cli.convert",
+    "albert_jax.cli.quantize",
 )
 
 
