@@ -24,6 +24,7 @@ _CLI_MODULES = (
     "albert_jax.cli.sweep",
     "albert_jax.cli.table",
     "albert_jax.cli.analyze",
+    "albert_jax.cli.quantize",
 )
 
 

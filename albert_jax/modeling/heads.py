@@ -192,6 +192,6 @@ class AlbertForSquadV2(nn.Module):
         w = self.param("answer_class_dense_1", nn.with_logical_partitioning(
             nn.initializers.truncated_normal(cfg.initializer_range), ("hidden", None)), (H, 1),
             jnp.dtype(cfg.param_dtype))
-        cls_logits = jnp.dot(h, w.astype(dtype))[..., 0].astype(jnp.float32)
+        cls_logits = L.project(L.DENSE, h, w, dtype)[..., 0].astype(jnp.float32)
         return {"start_logits": start_logits, "end_logits": end_logits, "cls_logits": cls_logits,
                 "top_starts": None if start_positions is not None else top_starts}

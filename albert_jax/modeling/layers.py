@@ -3,6 +3,10 @@
 Keeping the math free of module state is what lets one encoder scan a layer over any mix of shared and
 per-layer parameters: the scanned step just receives the parameter dict it should use. Parameter declaration
 (shapes, initialisers, logical axis names) lives in `params.py`.
+
+Every weight matmul goes through `project`, the one injectable matmul: a float kernel is multiplied as before (the
+same jnp.einsum/jnp.dot, bit for bit); a kernel that is a `WeightOp` (compression/quantize.py's qwix int8
+weights) computes the product itself. Activation x activation products (scores, context) stay plain einsums.
 """
 from __future__ import annotations
 
@@ -36,9 +40,29 @@ def layer_norm(p, x, eps: float):
     return (y * p["scale"].astype(jnp.float32) + p["bias"].astype(jnp.float32)).astype(x.dtype)
 
 
+class WeightOp:
+    """A kernel that multiplies itself: `einsum(eq, x, dtype)` computes `jnp.einsum(eq, x, kernel)`.
+
+    The model math asks for nothing else, so a quantized kernel (a pytree holding int8 values and scales) can
+    stand in the parameter tree where the float kernel was, through scan, layer slicing and groups alike."""
+
+    def einsum(self, eq: str, x, dtype):
+        raise NotImplementedError
+
+
+DENSE = "...i,io->...o"  # x[..., in] @ kernel[in, out]: the same dot_general as jnp.dot
+
+
+def project(eq: str, x, w, dtype):
+    """The one weight matmul: `x` (first operand of `eq`) times the kernel `w` (second)."""
+    if isinstance(w, WeightOp):
+        return w.einsum(eq, x.astype(dtype), dtype)
+    return jnp.einsum(eq, x.astype(dtype), w.astype(dtype))
+
+
 def dense(p, x, dtype):
     """x[..., in] @ kernel[in, out] + bias."""
-    return jnp.dot(x.astype(dtype), p["kernel"].astype(dtype)) + p["bias"].astype(dtype)
+    return project(DENSE, x, p["kernel"], dtype) + p["bias"].astype(dtype)
 
 
 def dropout(x, rate: float, rng, deterministic: bool):
@@ -50,9 +74,9 @@ def dropout(x, rate: float, rng, deterministic: bool):
 
 def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
     """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V))."""
-    q_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["query"]["kernel"].astype(dtype))
-    k_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["key"]["kernel"].astype(dtype))
-    v_BLND = jnp.einsum("blh,hnd->blnd", x_BLH.astype(dtype), p["value"]["kernel"].astype(dtype))
+    q_BLND = project("blh,hnd->blnd", x_BLH, p["query"]["kernel"], dtype)
+    k_BLND = project("blh,hnd->blnd", x_BLH, p["key"]["kernel"], dtype)
+    v_BLND = project("blh,hnd->blnd", x_BLH, p["value"]["kernel"], dtype)
     q_BLND = q_BLND + p["query"]["bias"].astype(dtype)
     k_BLND = k_BLND + p["key"]["bias"].astype(dtype)
     v_BLND = v_BLND + p["value"]["bias"].astype(dtype)
@@ -62,7 +86,7 @@ def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), 
     probs_BNLL = jax.nn.softmax(scores_BNLL, axis=-1)
     probs_BNLL = dropout(probs_BNLL, config.attention_probs_dropout_prob, rngs[0], deterministic)
     ctx_BLND = jnp.einsum("bnqk,bknd->bqnd", probs_BNLL.astype(dtype), v_BLND)
-    out_BLH = jnp.einsum("blnd,ndh->blh", ctx_BLND, p["output"]["kernel"].astype(dtype))
+    out_BLH = project("blnd,ndh->blh", ctx_BLND, p["output"]["kernel"], dtype)
     out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
     out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
     y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)
