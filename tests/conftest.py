@@ -1,6 +1,28 @@
-"""Test setup: 8 simulated CPU devices, set before JAX picks its backend."""
+"""Test setup: 8 simulated CPU devices, set before JAX picks its backend; one tiny real pretraining run shared by
+the tests that only read one (fine-tuning, layer analysis)."""
 import os
+import subprocess
+import sys
+
+import pytest
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def tiny_pretrained(tmp_path_factory):
+    """A real (tiny) pretraining run on the English mix: 8 LAMB steps, 2 layers, all-shared. Read-only for its
+    users: a test that writes into a workdir makes its own."""
+    wd = tmp_path_factory.mktemp("shared") / "pretrain"
+    cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
+           "experiments/pretrain.py:scale=cpu", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
+           "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
+           "--set", "model.num_hidden_layers=2"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return wd

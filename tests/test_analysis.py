@@ -5,8 +5,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -106,21 +104,9 @@ def test_padding_is_excluded():
 # On a real (tiny) pretraining run
 
 
-def _env():
-    return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A real tiny pretraining run on the English mix: 4 LAMB steps, 2 layers, all-shared."""
-    wd = tmp_path_factory.mktemp("analysis") / "pretrain"
-    cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
-           "experiments/pretrain.py:scale=smoke", "--set", "train.batch_size=8", "--set", "train.num_train_steps=4",
-           "--set", "train.eval_every=4", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=4",
-           "--set", "model.num_hidden_layers=2"]
-    p = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return wd
+def run(tiny_pretrained):
+    return tiny_pretrained  # conftest.py: a real tiny pretraining run on the English mix, 2 layers, all-shared
 
 
 def test_text_is_packed_from_whole_sentences_of_real_documents(run):
@@ -149,7 +135,7 @@ def test_cli_on_a_pretraining_run_and_a_random_unshared_init(run, tmp_path, caps
     assert img.shape[0] > 200 and img.std() > 0
     models = json.loads((out / "layers.json").read_text())["models"]
     trained, fresh = models
-    assert trained["step"] == 4 and trained["sharing"] == "all" and fresh["sharing"] == "none"
+    assert trained["step"] == 8 and trained["sharing"] == "all" and fresh["sharing"] == "none"
     # the default text is the run's own held-out split
     assert trained["text"].endswith("validation.txt") and trained["sequences"] == 24
     for r in models:
