@@ -186,11 +186,11 @@ def _flatten(tree, prefix=()):
 
 def test_bad_workdirs_are_one_line(run, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    (tmp_path / "noseed" / "seed-0").mkdir(parents=True)
-    cases = [(tmp_path / "nope", [], "no such directory"), (tmp_path / "empty", [], "no config.json"),
-             (run, ["--seed", "7"], "has no seed-7/"), (tmp_path / "noseed", [], "no config.json")]
+    (tmp_path / "unfinished" / "seed-0").mkdir(parents=True)
+    cases = [(tmp_path / "nope", [], "no such directory"), (tmp_path / "empty", [], "is neither a run"),
+             (run, ["--seed", "7"], "has no seed-7/"), (tmp_path / "unfinished", [], "no seed has finished")]
     for wd, extra, message in cases:
         assert main(["quantize", "--workdir", str(wd), "--out", str(tmp_path / "o"), *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
-    assert resolve_run(str(run))[0].name == "seed-0"  # a parent workdir: its lowest seed
+    assert resolve_run(str(run)).seed == 0  # a parent workdir: its best seed by dev score (here the only one)

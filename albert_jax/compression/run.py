@@ -2,9 +2,9 @@
 float32 on the run's own dev and test splits with the fine-tuning metrics, with checkpoint bytes and inference
 throughput; what `albert-jax quantize` calls.
 
-The float32 model is the run's best dev checkpoint, read as fine-tuning reads an init source
-(`tasks.finetune.resolve_init`), and scored by the training loop's `evaluate` on the splits fine-tuning built
-(same tokenizer, max length and limit), so its numbers reproduce the run's results.json (checked, recorded).
+The float32 model is the run's best dev checkpoint, read as `albert-jax export` reads it (a parent workdir: its
+best seed by dev score), and scored by the training loop's `evaluate` on the splits fine-tuning built (same
+tokenizer, max length and limit), so its numbers reproduce the run's results.json (checked, recorded).
 Throughput is measured with both models compiled in one process, timed batches interleaved (the order
 alternating every round) so that a loaded machine slows both alike; the median of the rounds is reported.
 """
@@ -33,38 +33,16 @@ from albert_jax.training import step as ts
 log = logging.getLogger("albert_jax.quantize")
 
 
-def _seed_of(p: Path) -> int:
-    tail = p.name.split("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
+def resolve_run(workdir: str, seed: int | None = None):
+    """The fine-tuned run to quantize, read as `albert-jax export` reads it (interop/export.resolve_run: a parent
+    workdir gives its best seed by dev score, or `seed`; the best/ checkpoint), refusing a pretraining run."""
+    from albert_jax.interop.export import resolve_run as find
 
-
-def resolve_run(workdir: str, seed: int | None = None) -> tuple[Path, dict]:
-    """The fine-tuning seed directory to quantize (a parent workdir: `seed`, or its lowest seed) and its
-    config.json; anything else is a QuantizeError saying what the directory is missing."""
-    p = Path(workdir)
-    if not p.is_dir():
-        raise QuantizeError(f"--workdir {workdir}: no such directory; expected a fine-tuning workdir "
-                            "(seed-<s>/ or the parent holding them)")
-    seeds = sorted((s for s in p.glob("seed-*") if s.is_dir()), key=_seed_of)
-    if not (p / "config.json").is_file() and seeds:
-        if seed is None:
-            p = seeds[0]
-        elif (p / f"seed-{seed}").is_dir():
-            p = p / f"seed-{seed}"
-        else:
-            raise QuantizeError(f"--seed {seed}: {workdir} has no seed-{seed}/ (it has "
-                                f"{', '.join(s.name for s in seeds)})")
-    if not (p / "config.json").is_file():
-        raise QuantizeError(f"--workdir {p}: not a fine-tuning run (no config.json)")
-    with open(p / "config.json", encoding="utf-8") as f:
-        run_cfg = json.load(f)
-    name = str(run_cfg.get("task", {}).get("name", "pretrain"))
-    if name.startswith("pretrain"):
-        raise QuantizeError(f"--workdir {p}: a pretraining run; quantize a fine-tuned one (its best/ checkpoint "
-                            "is what is scored)")
-    if not ckpt.has_steps(str(p / "best")):
-        raise QuantizeError(f"--workdir {p}: no checkpoint in best/ (the run never finished a dev evaluation)")
-    return p, run_cfg
+    run = find(workdir, None, seed)
+    if run.kind != "finetune":
+        raise QuantizeError(f"--workdir {run.workdir}: a pretraining run; quantize a fine-tuned one (its best dev "
+                            "checkpoint is what is scored)")
+    return run
 
 
 def _throughput(fns: dict, batch: dict, batch_size: int, repeats: int) -> dict:
@@ -102,25 +80,23 @@ def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
 
 def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int | None = None,
                  batch_size: int = 0, repeats: int = 20) -> dict:
-    from albert_jax.tasks import finetune as ft
+    from albert_jax.tasks.pretraining.run import read_run_config
     from albert_jax.tasks.registry import make_task
 
     rules = Q.default_rules(activations)  # a bad value fails before anything is read
-    run_dir, run_cfg = resolve_run(workdir, seed)
-    src = ft.resolve_init(str(run_dir))
-    task, cfg = make_task(src.task["name"]), src.model_cfg
-    exp = run_cfg.get("experiment", {})
+    run = resolve_run(workdir, seed)
+    run_dir, task, cfg = Path(run.workdir), make_task(run.task["name"]), run.config
+    exp = read_run_config(run.workdir).get("experiment", {})
     data_cfg, train_cfg = exp.get("data", {}), exp.get("train", {})
     bs = batch_size or int(train_cfg.get("batch_size", 32))
     mesh = shd.make_mesh()
     if bs % mesh.devices.size:
         raise QuantizeError(f"--batch-size {bs} does not divide over the {mesh.devices.size} devices")
-    params = {"albert": src.encoder(), **src.head()}
+    params = jax.device_get(run.params)  # host arrays: jit lays them out on this process's mesh
     how = Q.plan(task, cfg, rules)
     qparams = Q.quantize_params(params, how)
     os.makedirs(out, exist_ok=True)
-    source = {"workdir": str(run_dir), "seed": _seed_of(run_dir),
-              "best_step": max(int(n) for n in os.listdir(run_dir / "best") if n.isdigit())}
+    source = run.describe()
     ckpt_path = Q.save(out, qparams, Q.quantized_meta(task, cfg, rules, how, source))
 
     with tempfile.TemporaryDirectory(dir=out) as tmp:  # the float32 params saved the same way, for the bytes
@@ -131,7 +107,7 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
 
     log.info("preparing %s (max_seq_length=%s, limit=%s)", task.name, data_cfg.get("max_seq_length"),
              data_cfg.get("limit", 0))
-    data = task.prepare(src.tokenizer, int(data_cfg["max_seq_length"]), limit=int(data_cfg.get("limit", 0)))
+    data = task.prepare(run.tokenizer, int(data_cfg["max_seq_length"]), limit=int(data_cfg.get("limit", 0)))
     batch_sh = shd.batch_sharding(mesh)
     model = task.model(cfg)
     eval_step = ts.with_rules(jax.jit(ts.make_eval_step(task, model)), mesh)
