@@ -278,8 +278,9 @@ def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str
 
     out = Path(out_dir)
     head = head or _infer_head(params)
-    hf_config = hf_config_json(config, family, head, labels, problem_type)
+    # The weight plan first: what HF cannot lay out is refused as a ConversionError naming it, before any file.
     tensors = params_to_hf(params, config, include_tied=False, head=head, family=family)  # as HF writes them
+    hf_config = hf_config_json(config, family, head, labels, problem_type)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(hf_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     # transformers refuses safetensors files whose metadata lacks the framework tag.
