@@ -25,6 +25,7 @@ _CLI_MODULES = (
     "albert_jax.cli.table",
     "albert_jax.cli.analyze",
     "albert_jax.cli.quantize",
+    "albert_jax.cli.distill",
 )
 
 

@@ -289,3 +289,21 @@ def test_finetune_keeps_verified_checkpoints_and_best(base, tmp_path):
     flip_16_bytes(biggest_file(seed / "best" / str(best[0]) / "state"))
     with pytest.raises(ckpt.ChecksumError, match="sha256 mismatch"):
         ckpt.verify_step_dir(str(seed / "best" / str(best[0])))
+
+
+def test_a_run_recorded_before_a_model_field_existed_resumes_at_its_default(base, tmp_path):
+    """A model field added later (sharing_map) reads as its default in an older record, so upgrading the code
+    does not strand a run; a non-default value for it is still another model."""
+    from albert_jax.training.workdir import differences
+
+    wd = copy_of(base, tmp_path, "older")
+    record = json.loads((wd / "config.json").read_text())
+    for section in (record["model"], record["experiment"]["model"]):
+        del section["sharing_map"]
+    (wd / "config.json").write_text(json.dumps(record))
+    pretrain(wd)  # resumes (finished: nothing to train) instead of refusing "sharing_map: null -> ''"
+    assert steps_of(wd / "checkpoints") == [4, 8]
+    new = json.loads((base / "config.json").read_text())
+    assert differences(record, new) == {}
+    new["model"]["sharing_map"] = "0-1.2x2"
+    assert differences(record, new) == {"model.sharing_map": ("", "0-1.2x2")}

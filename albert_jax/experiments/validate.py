@@ -116,6 +116,11 @@ FINETUNE = {
     "distributed": DISTRIBUTED,
 }
 
+# `albert-jax distill` is a fine-tuning run with this section more (tasks/distill.py).
+DISTILL = {"teacher": _STR, "temperature": _float(0.0, strict=True),
+           "alpha": _float(0.0, hi=1.0, note=" (the soft targets' weight; 1 - alpha on the hard labels)"),
+           "hidden_weight": _float(0.0, note=" (0: no hidden-state matching)")}
+
 
 # ------------------------------------------------------------------------------------------------ helpers
 def _type_ok(kind: str, value: Any) -> bool:
@@ -428,6 +433,11 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
     c.section("data", FINETUNE["data"])
     c.section("mesh", FINETUNE["mesh"])
     c.section("distributed", FINETUNE["distributed"])
+    if "distill" in config:
+        c.section("distill", DISTILL)
+        if not config.distill.teacher:
+            raise ConfigError("distill.teacher is empty: set it to a fine-tuning run of the same task (one seed's "
+                              "workdir, e.g. runs/ft_teacher/seed-0)")
     _check_train(c, config.train)
     _check_mesh(config.mesh)
     from albert_jax.tasks.finetune import KNOBS
@@ -471,7 +481,7 @@ def validate(config, kind: str, workdir: str | None = None) -> list[str]:
         check_workdir(workdir)
     known = set(_DESCRIPTIVE) | {"model", "train", "data", "mesh", "distributed"}
     if kind == "finetune":
-        known |= set(FINETUNE[""])
+        known |= set(FINETUNE[""]) | {"distill"}
     for field in _keys(config):
         if field not in known:
             c.warn(f"{field} is not read by {kind}: it has no effect{near(field, known)}")

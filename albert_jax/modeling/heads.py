@@ -95,11 +95,14 @@ class AlbertForSequenceClassification(nn.Module):
     num_labels: int = 2
 
     @nn.compact
-    def __call__(self, input_ids, attention_mask=None, token_type_ids=None, deterministic=True):
+    def __call__(self, input_ids, attention_mask=None, token_type_ids=None, deterministic=True,
+                 return_pooled=False):
         out = AlbertModel(self.config, name="albert")(input_ids, attention_mask, token_type_ids,
                                                         deterministic=deterministic)
-        return Classifier(self.config, self.num_labels, self.config.classifier_dropout_prob,
-                          name="classifier")(out["pooled_output"], deterministic)
+        logits = Classifier(self.config, self.num_labels, self.config.classifier_dropout_prob,
+                            name="classifier")(out["pooled_output"], deterministic)
+        # (logits, pooled): distillation reads the vector the classifier reads (tasks/distill.py).
+        return (logits, out["pooled_output"]) if return_pooled else logits
 
 
 class AlbertForTokenClassification(nn.Module):

@@ -250,18 +250,28 @@ def _summarise(per_seed: list[dict]) -> dict:
     return out
 
 
-def finetune(config, workdir: str) -> dict:
+def student_model(config) -> tuple[InitSource, Any, AlbertConfig]:
+    """(init source, tokenizer, model config) of the run `config` describes, checked against each other."""
+    src = resolve_init(config.init, config.init_step or None)
+    tokenizer = _tokenizer_for(config, src)
+    model_cfg = model_config(config, src, tokenizer)
+    tokenization.check_vocab_matches(tokenizer, model_cfg.vocab_size)
+    return src, tokenizer, model_cfg
+
+
+def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dict:
+    """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
+    does: tasks/distill.py), everything else is the same core."""
     from albert_jax.tasks.pretraining.run import init_distributed
 
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
     init_distributed(config)
     validate.check_devices(config)
     task = make_task(config.task)
-    src = resolve_init(config.init, config.init_step or None)
+    src, tokenizer, model_cfg = student_model(config)
     check_head(task, src, config.reset_head)
-    tokenizer = _tokenizer_for(config, src)
-    model_cfg = model_config(config, src, tokenizer)
-    tokenization.check_vocab_matches(tokenizer, model_cfg.vocab_size)
+    if make_run_task is not None:
+        task = make_run_task(task, model_cfg)
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
     base_seed = config.train.seed
     per_seed = []

@@ -150,10 +150,27 @@ def kind_of(key: str) -> str:
     return "free"
 
 
+def _model_default(key: str) -> Any:
+    """The value a model field has when a record predates it: its AlbertConfig default (a field is only ever
+    added with a default that keeps the old behaviour, e.g. `sharing_map=""`), else None."""
+    import dataclasses
+
+    from albert_jax.config import AlbertConfig
+
+    if key.startswith(("model.", "experiment.model.")):
+        for f in dataclasses.fields(AlbertConfig):
+            if f.name == key.rsplit(".", 1)[-1] and f.default is not dataclasses.MISSING:
+                return f.default
+    return None
+
+
 def differences(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
-    """Flattened key -> (recorded, new) for every key whose value differs (a missing key reads as None)."""
+    """Flattened key -> (recorded, new) for every key whose value differs. A key missing from the record reads
+    as None, except a model field added since the run began, which reads as its default: a run recorded before
+    a field existed resumes under a newer version as long as that field is left at its default."""
     a = {k: v for k, v in _flatten(old).items() if k.split(".")[0] not in _NOT_COMPARED}
     b = {k: v for k, v in _flatten(new).items() if k.split(".")[0] not in _NOT_COMPARED}
+    a.update({k: _model_default(k) for k in set(b) - set(a)})
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
             if _comparable(k, a.get(k)) != _comparable(k, b.get(k))}
 

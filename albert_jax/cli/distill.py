@@ -1,0 +1,33 @@
+"""`albert-jax distill`: a fine-tuned teacher into an (all-shared) ALBERT student, soft targets + hard labels."""
+from __future__ import annotations
+
+import json
+import time
+
+from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logging
+
+
+def _run(args) -> int:
+    from albert_jax.tasks.distill import distill
+
+    setup_logging(args.log_level)
+    config = load_experiment(args.config, args.set)
+    started = time.time()
+    r = distill(config, args.workdir)
+    if r.get("stopped"):
+        print(json.dumps({"workdir": args.workdir, "stopped": True, "seed": r.get("seed")}))
+        return 3
+    d = r["distill"]
+    print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), "task": r["task"],
+                      "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
+                      "params": {"student": d["student_params"], "teacher": d["teacher_params"]},
+                      "speed": d["speed"]}, indent=1))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("distill", help="distil a fine-tuned teacher into an ALBERT student (soft targets at "
+                                              "a temperature + hard labels); the student's share of the teacher")
+    add_run_arguments(p, "experiments/distill.py:task=rt_sentiment,init=<pretraining run>,"
+                         "teacher=<teacher run>/seed-0,scale=cpu")
+    p.set_defaults(func=_run)
