@@ -107,7 +107,10 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
                                                return_pooled=True))
     logits, pooled = np.zeros((len(feats), task.num_labels), np.float32), np.zeros((len(feats), cfg.hidden_size),
                                                                                     np.float32)
-    for batch in eval_batches(feats, batch_size, None):
+    log.info("teacher %s (step %d) scores %d training examples of %s", path, step, len(feats), task_name)
+    for i, batch in enumerate(eval_batches(feats, batch_size, None)):
+        if i and i % 25 == 0:
+            log.info("teacher: %d/%d examples scored", i * batch_size, len(feats))
         lg, pl = forward(params, batch)
         real = batch["example_index"] >= 0
         logits[batch["example_index"][real]] = np.asarray(lg)[real]
