@@ -11,7 +11,6 @@ import json
 
 import numpy as np
 import pytest
-from flax import traverse_util
 
 tf = pytest.importorskip("tensorflow", reason="TensorFlow is not installed (an optional dependency: "
                          "requirements-tf.txt; `make test` installs it)")
@@ -24,7 +23,10 @@ from albert_jax.config import AlbertConfig, load_json  # noqa: E402
 from albert_jax.interop.hf import ConversionError, load_hf_pretrained  # noqa: E402
 from albert_jax.interop.tf_checkpoint import load_tf_checkpoint, params_to_tf  # noqa: E402
 from albert_jax.main import main  # noqa: E402
-from test_hf_parity import assert_close, assert_trees_equal, batch, hf_config, random_params, run_hf, run_ours  # noqa: E402,F401,E501
+import test_hf_parity as parity  # noqa: E402
+from test_hf_parity import assert_close, assert_trees_equal, hf_config, random_params, run_hf, run_ours  # noqa: E402
+
+batch = parity.batch  # the parity tests' inputs fixture: padded rows, two segments
 
 TINY = dict(vocab_size=100, embedding_size=16, hidden_size=32, num_attention_heads=4, intermediate_size=64,
             num_hidden_layers=4, max_position_embeddings=64, hidden_act="gelu_new")
@@ -75,8 +77,7 @@ def release(tmp_path, cfg: AlbertConfig, seed: int = 0, **save):
     """A directory laid out as a release tarball: albert_config.json + model.ckpt-best.*; (config, params, prefix)."""
     d = tmp_path / "albert_tiny"
     d.mkdir()
-    (d / "albert_config.json").write_text(json.dumps(cfg.to_official_json()), encoding="utf-8")
-    cfg = load_json(d / "albert_config.json")  # what the import will read
+    cfg = load_json_of(d, cfg)
     params = random_params(cfg, seed)
     return cfg, params, save_tf1(d / "model.ckpt-best", params_to_tf(params, cfg), **save)
 
@@ -210,3 +211,38 @@ def test_wordpiece_release_imports_with_its_vocab(tmp_path, chinese_vocab, to):
         from albert_jax.interop.tf_checkpoint import import_official
         (tmp_path / "small.json").write_text(json.dumps(cfg.replace(vocab_size=99).to_official_json()))
         import_official(prefix, tmp_path / "small.json", tmp_path / "o2", vocab=vocab)
+
+
+def test_tf_hub_module_layout_with_sentencepiece(tmp_path):
+    """A TF-Hub module as its tarball unpacks: variables/variables.* (names under module/), assets/ holding
+    albert_config.json and 30k-clean.model; the SentencePiece model is found there and written for HF."""
+    import os
+
+    from albert_jax.data.tokenization import load_tokenizer, train_tokenizer
+
+    sotu = os.path.join(os.path.dirname(__file__), "fixtures", "sotu_sample.txt")
+    assets = tmp_path / "hub" / "assets"
+    assets.mkdir(parents=True)
+    spm = train_tokenizer(assets / "30k-clean", files=[sotu], vocab_size=300, seed=0)
+    cfg = load_json_of(assets, AlbertConfig(**{**TINY, "vocab_size": spm.vocab_size}))
+    params = random_params(cfg, 5)
+    (tmp_path / "hub" / "variables").mkdir()
+    prefix = save_tf1(tmp_path / "hub" / "variables" / "variables", params_to_tf(params, cfg), hub=True, slots=False)
+    out = tmp_path / "out"
+    assert main(["convert", "from-tf", "--checkpoint", prefix, "--config", str(assets / "albert_config.json"),
+                 "--out", str(out)]) == 0
+    assert_trees_equal(load_hf_pretrained(out)[1], params)
+    lines = [s for s in open(sotu, encoding="utf-8").read().splitlines() if s][:20]
+    tok, hf_tok = load_tokenizer(out), transformers.AlbertTokenizer.from_pretrained(out)
+    assert tok.fingerprint == spm.fingerprint
+    assert [hf_tok.encode(s, add_special_tokens=False) for s in lines] == [spm.encode(s) for s in lines]
+    with pytest.raises(ValueError, match=r"30k-clean.vocab: SentencePiece's list.*pass the model beside it"):
+        (assets / "30k-clean.vocab").write_text("<pad>\t0\n")
+        from albert_jax.interop.tf_checkpoint import load_vocab
+        load_vocab(assets / "30k-clean.vocab")
+
+
+def load_json_of(directory, cfg: AlbertConfig) -> AlbertConfig:
+    """`cfg` written as the official albert_config.json in `directory`, and read back as the import reads it."""
+    (directory / "albert_config.json").write_text(json.dumps(cfg.to_official_json()), encoding="utf-8")
+    return load_json(directory / "albert_config.json")

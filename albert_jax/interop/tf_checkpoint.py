@@ -95,9 +95,7 @@ def checkpoint_prefix(path) -> str:
     directory whose `checkpoint` file names one."""
     p = Path(path)
     if p.is_dir():
-        import tensorflow as tf
-
-        latest = tf.train.latest_checkpoint(str(p))
+        latest = _tensorflow().train.latest_checkpoint(str(p))
         if latest is None:
             raise FileNotFoundError(f"--checkpoint {p}: a directory without a `checkpoint` file; pass the "
                                     f"checkpoint prefix, e.g. {p}/model.ckpt-best")
@@ -197,13 +195,15 @@ TARGETS = ("hf", "params")
 
 
 def find_vocab(prefix: str):
-    """The tokenizer beside a released checkpoint: a SentencePiece `*.model` (30k-clean.model) or, for the
-    Chinese models, a WordPiece `vocab*.txt`; None when there is neither (or several of one kind)."""
+    """The tokenizer of a release: a SentencePiece `*.model` (30k-clean.model) or, for the Chinese models, a
+    WordPiece `vocab*.txt`, beside the checkpoint (tarballs) or in ../assets/ (a TF-Hub module, whose checkpoint
+    is variables/variables); None when there is neither, or several of one kind."""
     here = Path(prefix).parent
-    for pattern in ("*.model", "vocab*.txt"):
-        found = sorted(here.glob(pattern))
-        if len(found) == 1:
-            return found[0]
+    for where in (here, here.parent / "assets"):
+        for pattern in ("*.model", "vocab*.txt"):
+            found = sorted(where.glob(pattern))
+            if len(found) == 1:
+                return found[0]
     return None
 
 
@@ -216,6 +216,9 @@ def load_vocab(path):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--vocab {path}: no such file (a SentencePiece .model or a WordPiece vocab.txt)")
+    if path.suffix == ".vocab":
+        raise ValueError(f"--vocab {path}: SentencePiece's list of pieces and scores, not a tokenizer; pass the "
+                         f"model beside it ({path.with_suffix('.model').name})")
     return WordPieceTokenizer(path) if path.suffix == ".txt" else Tokenizer.load(path)
 
 
