@@ -82,7 +82,11 @@ def _tf_entry(e: _Entry) -> _Entry:
 
 
 def tf_plan(config: AlbertConfig, heads: bool) -> list[_Entry]:
-    """Every TF variable of the official model (heads: the MLM and SOP heads under cls/) for this config."""
+    """Every TF variable of the official model (heads: the MLM and SOP heads under cls/) for this config.
+
+    The entries are hf_plans' `_Entry`s with `hf_key` holding the TF name, so that interop/hf.py's key check and
+    scatter (`_check_keys`, `_fill`) serve this layout unchanged and name TF variables in their errors.
+    """
     if config.sharing != "all" or not config.use_projection:
         raise ConversionError(f"the official TF layout has sharing='all' with the E->H projection (got sharing="
                               f"{config.sharing!r}, projection={config.use_projection})")
