@@ -5,6 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Where fetched corpora, weights and built datasets live (shared across checkouts).
 export ALBERT_JAX_CACHE ?= $(HOME)/.cache/albert_jax
+# transformers 4.57 refuses Keras 3 wherever it would reach for TensorFlow (pipeline(), the Auto classes' framework
+# guess); once `make test` has installed TensorFlow this keeps it on PyTorch. Our TF reader imports TF directly.
+export USE_TF ?= 0
+TF_STAMP := $(VENV)/.installed-tf
 
 .PHONY: install data test lint demo clean
 
@@ -22,7 +26,12 @@ $(STAMP): requirements.txt requirements-dev.txt requirements.lock pyproject.toml
 data: install
 	$(VENV)/bin/albert-jax data fetch
 
-test: install data
+# TensorFlow (requirements-tf.txt) only for the tests: tests/test_from_tf.py writes and reads real TF1 checkpoints.
+$(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
+	$(PY) -m pip install -q -r requirements-tf.txt -c requirements.lock
+	touch $(TF_STAMP)
+
+test: install data $(TF_STAMP)
 	$(PY) -m pytest tests
 
 lint: install

@@ -1,5 +1,6 @@
-"""`albert-jax convert from-hf|from-bert|from-params|to-hf`: weights between HuggingFace, a params export and our
-params (interop/hf.py, interop/params_export.py). `to-hf --workdir` is `albert-jax export --to hf` (cli/export.py)."""
+"""`albert-jax convert from-hf|from-bert|from-params|from-tf|to-hf`: weights between HuggingFace, a params export,
+the official TF checkpoints and our params (interop/hf.py, interop/params_export.py, interop/tf_checkpoint.py).
+`to-hf --workdir` is `albert-jax export --to hf` (cli/export.py)."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,17 @@ def _cmd_from_params(args) -> int:
     return 0
 
 
+def _cmd_from_tf(args) -> int:
+    from albert_jax.interop.tf_checkpoint import import_official
+
+    r = import_official(args.checkpoint, args.config, args.out, vocab=args.vocab, to=args.to)
+    tok = f", tokenizer {r['vocab']}" if r["vocab"] else " (no tokenizer found: pass --vocab)"
+    print(f"wrote {args.out}: {r['variables']} variables of {r['checkpoint']} as {r['model_class']} "
+          f"({'HuggingFace directory' if r['to'] == 'hf' else 'params export'}){tok}; skipped {r['skipped']} "
+          "optimizer/step variables")
+    return 0
+
+
 def _cmd_to_hf(args) -> int:
     if args.workdir:
         from albert_jax.cli.export import run_export
@@ -85,6 +97,17 @@ def add_cli(subparsers) -> None:
     p.add_argument("--out", required=True, help="params file to write (flax msgpack)")
     p.add_argument("--config-out", help="our config json (default: OUT with suffix .config.json)")
     p.set_defaults(func=_cmd_from_params)
+    p = sub.add_parser("from-tf", help="an official ALBERT TF1 checkpoint (release tarball or TF-Hub module) -> "
+                       "HF directory (default; finetune init= reads it) or params export")
+    p.add_argument("--checkpoint", required=True, help="checkpoint prefix, e.g. albert_base/model.ckpt-best (or "
+                   "one of its files, or a directory with a `checkpoint` file)")
+    p.add_argument("--config", required=True, help="the release's albert_config.json")
+    p.add_argument("--vocab", help="30k-clean.model (SentencePiece) or vocab.txt (WordPiece, the Chinese models); "
+                   "default: the one *.model or vocab*.txt beside the checkpoint")
+    p.add_argument("--to", default="hf", choices=("hf", "params"), help="hf: config.json + model.safetensors + "
+                   "tokenizer (transformers and `finetune init=` load it); params: our per-layer orbax export")
+    p.add_argument("--out", required=True, help="output directory (new or empty)")
+    p.set_defaults(func=_cmd_from_tf)
     p = sub.add_parser("to-hf", help="a run (--workdir: as `albert-jax export --to hf`), or a params.msgpack + "
                        "config, -> HF directory")
     src = p.add_mutually_exclusive_group(required=True)
