@@ -78,20 +78,14 @@ def test_joint_loss_is_pabee_weighted_sum_of_layer_losses():
     assert [float(sums[f"correct_l{j}"]) for j in (1, 2, 3)] == [2.0, 0.0, 1.0]
 
 
-def _derived(model, params, batch, patience):
-    logits = model.apply({"params": params}, batch["input_ids"], batch["input_mask"], batch["segment_ids"])
-    preds = np.asarray(jnp.argmax(logits, -1))
-    layer = patience_exit(preds, patience)
-    return preds[np.arange(len(layer)), layer - 1], layer
-
-
-def _check_loop_equals_derived(cfg, params, batch, task):
-    model = task.model(cfg)
+def _check_loop_equals_derived(predict, model, params, batch, num_layers):
+    logits = jax.jit(model.apply)({"params": params}, batch["input_ids"], batch["input_mask"], batch["segment_ids"])
+    preds = np.asarray(jnp.argmax(logits, -1))  # [B, L]: every layer's prediction, as evaluation computes them
     exits = set()
-    predict = jax.jit(make_predict(cfg))  # patience is traced: one compile per batch shape
-    for patience in range(1, cfg.num_hidden_layers + 1):
+    for patience in range(1, num_layers + 1):
         pred, layer = predict(params, batch["input_ids"], batch["input_mask"], batch["segment_ids"], patience)
-        want_pred, want_layer = _derived(model, params, batch, patience)
+        want_layer = patience_exit(preds, patience)
+        want_pred = preds[np.arange(len(want_layer)), want_layer - 1]
         np.testing.assert_array_equal(np.asarray(layer), want_layer)
         np.testing.assert_array_equal(np.asarray(pred), want_pred)
         exits |= set(want_layer.tolist())
@@ -113,12 +107,13 @@ def test_while_loop_inference_equals_the_derived_exit(pabee_run):
     data = task.prepare(load_tokenizer(str(wd / "seed-0")), 32, limit=48)  # real rt_sentiment text
     batch = {k: jnp.asarray(v) for k, v in next(iter(eval_batches(data.dev["validation"], 48, None))).items()}
     assert read_run_config(str(wd / "seed-0"))["task"]["kind"] == "EarlyExitClassificationTask"
-    _check_loop_equals_derived(cfg, params, batch, task)
+    model, predict = task.model(cfg), jax.jit(make_predict(cfg))  # patience is traced: one compile per shape
+    _check_loop_equals_derived(predict, model, params, batch, 4)
     # Random exit heads disagree across layers, so rows exit at different depths: the loop must stop each right.
-    fresh = nn.unbox(task.model(cfg).init(jax.random.PRNGKey(3), batch["input_ids"], batch["input_mask"],
-                                          batch["segment_ids"])["params"])
-    fresh["exits"] = jax.tree.map(lambda a: a * 50.0, fresh["exits"])
-    assert len(_check_loop_equals_derived(cfg, {**params, "exits": fresh["exits"]}, batch, task)) >= 3
+    fresh = nn.unbox(model.init(jax.random.PRNGKey(3), batch["input_ids"], batch["input_mask"],
+                                batch["segment_ids"])["params"])
+    exits = jax.tree.map(lambda a: a * 50.0, fresh["exits"])
+    assert len(_check_loop_equals_derived(predict, model, {**params, "exits": exits}, batch, 4)) >= 3
 
 
 def test_tiny_finetune_writes_the_curve_metrics(pabee_run):
