@@ -8,7 +8,8 @@ Run:
 
 Arguments after ':' (comma list): task=<name> (albert_jax/tasks/registry.py), init=<pretraining or fine-tuning
 workdir | HuggingFace ALBERT/BERT directory | minilm | random>, scale=smoke|cpu|paper, seeds=<count>,
-preset=<model preset, for init=random>, and model.<field>=<value>.
+preset=<model preset, for init=random>, head=default|pabee (pabee: a classifier after every layer, patience-based
+early exit), depth=<k> (0: the source's; k: an all-shared source applied k times), and model.<field>=<value>.
 
 Scales: `smoke` (tests: 256 examples per split, a few steps), `cpu` (this 2-core machine: minutes per seed; the
 same hyperparameters for every task, chosen once and not tuned per task: AdamW 1e-4, batch 32, 400 steps, 10%
@@ -51,6 +52,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.init = args.pop("init", "random")
     c.init_step = 0  # 0: the source's best (fine-tuning) or latest (pretraining) checkpoint
     c.reset_head = False  # a fine-tuned source's head is reused for the same task; true starts a new one
+    # default: the task's own head; pabee: a classifier after every layer, patience-based early exit
+    # (albert_jax/tasks/early_exit.py, docs/compression.md).
+    c.head = args.pop("head", "default")
+    # 0: the source's depth; k: apply an all-shared source's layer k times (its weights serve any depth).
+    c.depth = A.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0
     c.num_seeds = {"smoke": 1, "cpu": 3, "paper": 5}[scale]
     if "seeds" in args:
         c.num_seeds = A.parse_value("seeds", args.pop("seeds"), int)
@@ -99,7 +105,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     model_args = {k: args.pop(k) for k in list(args) if k.startswith("model.")}
     if args:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: task, init, scale, seeds, preset, "
-                         "model.<field>")
+                         "head, depth, model.<field>")
     for key, raw in model_args.items():
         A.set_field(c, key, raw)
     return c

@@ -153,5 +153,9 @@ def test_bad_teachers_and_settings_are_named(teacher, student_tok, tmp_path):
         c = student_config(teacher, student_tok)
         c.distill.teacher = ""
         D.distill(c, str(tmp_path / "f"))
+    c = student_config(teacher, student_tok)
+    c.head = "pabee"
+    with pytest.raises(D.DistillError, match="default head"):
+        D.distill(c, str(tmp_path / "g"))
     with pytest.raises(D.DistillError, match="classification task"):
         D.distill_task(make_task("pd_pos"), None, temperature=2, alpha=0.5, hidden_weight=0, student_hidden=4)

@@ -109,7 +109,8 @@ PRETRAIN = {
 }
 FINETUNE = {
     "": {"task": _STR, "init": _STR, "init_step": _int(0, note=" (0: the source's best or latest checkpoint)"),
-         "reset_head": _BOOL, "num_seeds": _int(1)},
+         "reset_head": _BOOL, "num_seeds": _int(1), "head": _choice("default", "pabee"),
+         "depth": _int(0, note=" (0: the init source's depth)")},
     "train": {**TRAIN_COMMON, "weight_decay": _float(0.0)},
     "data": {"max_seq_length": _int(5, 65535), "tokenizer": _STR, "limit": _int(0, note=" (0: every example)")},
     "mesh": MESH,
@@ -446,7 +447,15 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
     if config.task not in TASKS:
         raise ConfigError(f"task={config.task!r}: unknown task{near(config.task, TASKS)}; see "
                           "albert_jax/tasks/registry.py or docs/finetuning.md for the list")
+    from albert_jax.tasks.early_exit import unsupported
+    from albert_jax.tasks.registry import make_task
+
+    if config.head != "default" and unsupported(make_task(config.task)):
+        raise ConfigError(f"head={config.head}: {unsupported(make_task(config.task))}")
     d = config.data
+    if config.init == "random" and config.depth:
+        raise ConfigError(f"depth={config.depth} applies to an init source's architecture; with init=random set "
+                          "model.num_hidden_layers instead")
     if config.init == "random":
         model = check_model_section(config.model, 1)
         if d.max_seq_length > model.max_position_embeddings:

@@ -34,6 +34,23 @@ def _take(tree, index):
     return jax.tree.map(lambda a: jnp.asarray(a)[index], tree)  # numpy leaves cannot take a traced index
 
 
+def hidden_input(cfg, proj, emb_BLE):
+    """The first layer's input: the E->H projection of the embeddings (when configured), in the compute dtype."""
+    x_BLH = emb_BLE if proj is None else L.dense(proj, emb_BLE, jnp.dtype(cfg.dtype))
+    return nn.with_logical_constraint(x_BLH.astype(jnp.dtype(cfg.dtype)), L.ACT_BLH)
+
+
+def apply_layer(cfg, encoder_params, layer, x_BLH, mask_bias):
+    """Layer `layer` (an int or a traced index) of a built encoder tree, outside the scan: the same step on the
+    same slice the scan gives it. Early-exit inference applies the stack one layer at a time with it."""
+    per_layer = _take(encoder_params.get("layers", {}), layer)
+    index = layout.shared_index(cfg)
+    set_index = jnp.asarray(index, jnp.int32)[layer] if index is not None else layer
+    x_BLH, _ = LayerStep(cfg).apply({}, x_BLH, (per_layer, set_index), encoder_params.get("shared", {}),
+                                    mask_bias)
+    return x_BLH
+
+
 class LayerStep(nn.Module):
     """One layer application (inner_group_num blocks). Holds no parameters of its own."""
 
@@ -67,14 +84,12 @@ class Encoder(nn.Module):
     @nn.compact
     def __call__(self, emb_BLE, mask_bias, deterministic=True, output_hidden_states=False):
         cfg = self.config
-        pdtype, dtype = jnp.dtype(cfg.param_dtype), jnp.dtype(cfg.dtype)
-        decl = dict(stddev=cfg.initializer_range, param_dtype=pdtype)
-        x_BLH = emb_BLE
+        decl = dict(stddev=cfg.initializer_range, param_dtype=jnp.dtype(cfg.param_dtype))
+        proj = None
         if cfg.use_projection:
             proj = Params(freeze_spec(dense_spec(cfg.embedding_size, cfg.hidden_size, ("embed", "hidden"))),
                           **decl, name="embedding_hidden_mapping_in")()
-            x_BLH = L.dense(proj, emb_BLE, dtype)
-        x_BLH = nn.with_logical_constraint(x_BLH.astype(dtype), L.ACT_BLH)
+        x_BLH = hidden_input(cfg, proj, emb_BLE)
         hidden = [x_BLH]  # as HuggingFace: the projected embeddings, then one entry per layer
 
         shared_spec, layer_spec = {}, {}

@@ -198,3 +198,42 @@ class AlbertForSquadV2(nn.Module):
         cls_logits = L.project(L.DENSE, h, w, dtype)[..., 0].astype(jnp.float32)
         return {"start_logits": start_logits, "end_logits": end_logits, "cls_logits": cls_logits,
                 "top_starts": None if start_positions is not None else top_starts}
+
+
+def exit_logits(exits, pooled_BH, layer, dtype):
+    """Exit `layer`'s classifier (an int or a traced index) on pooled [CLS] states: one dense of the stacked
+    per-layer kernels. The module and the step-by-step inference path both score exits with it."""
+    p = {"kernel": exits["kernel"][layer], "bias": exits["bias"][layer]}
+    return L.dense(p, pooled_BH, dtype).astype(jnp.float32)
+
+
+class AlbertForEarlyExit(nn.Module):
+    """PABEE (Zhou et al. 2020): an internal classifier after EVERY layer; returns logits [B, L, num_labels].
+
+    As the authors' ALBERT code (and HF's bert-loses-patience port), the pooler is the model's one pretrained
+    pooler applied to every layer's [CLS] state, and each layer has its own dense classifier (dropout + H->C):
+    a per-layer pooler would add L*H*H fresh parameters that no pretraining trained. The classifiers are one
+    stacked kernel with a leading 'layers' axis, like every other per-layer parameter."""
+
+    config: object
+    num_labels: int = 2
+
+    def setup(self):
+        cfg = self.config
+        self.albert = AlbertModel(cfg)
+        spec = {"kernel": ((cfg.hidden_size, self.num_labels), ("hidden", None), "normal"),
+                "bias": ((self.num_labels,), (None,), "zeros")}
+        self.exits = Params(freeze_spec(spec), ((cfg.num_hidden_layers, "layers"),), **_decl(cfg))
+
+    def __call__(self, input_ids, attention_mask=None, token_type_ids=None, deterministic=True):
+        cfg = self.config
+        out = self.albert(input_ids, attention_mask, token_type_ids, deterministic=deterministic,
+                          output_hidden_states=True)
+        cls_BLH = jnp.stack([h[:, 0] for h in out["hidden_states"][1:]], axis=1)  # every layer's [CLS]
+        pooled = self.albert.pool(cls_BLH)
+        rate = cfg.classifier_dropout_prob
+        rng = None if deterministic or rate == 0 else self.make_rng("dropout")
+        pooled = L.dropout(pooled, rate, rng, deterministic)  # one mask per layer's copy, as separate heads
+        exits = self.exits()
+        logits = L.project("blh,lhc->blc", pooled, exits["kernel"], jnp.dtype(cfg.dtype))
+        return (logits + exits["bias"].astype(logits.dtype)).astype(jnp.float32)

@@ -51,6 +51,11 @@ class Embeddings(nn.Module):
         return jnp.dot(x_BLE.astype(dtype), table.astype(dtype).T)
 
 
+def pool(pooler, cls_BH, cfg):
+    """tanh(dense) on [CLS] states: the one pooler formula (the early-exit inference path calls it too)."""
+    return jnp.tanh(L.dense(pooler, cls_BH, jnp.dtype(cfg.dtype)))
+
+
 class AlbertModel(nn.Module):
     config: object
     add_pooling_layer: bool = True
@@ -76,10 +81,12 @@ class AlbertModel(nn.Module):
             position_ids = jnp.broadcast_to(jnp.arange(input_ids.shape[-1]), input_ids.shape)
         emb = self.embeddings(input_ids, token_type_ids, position_ids, deterministic)
         seq, hidden = self.encoder(emb, L.mask_to_bias(attention_mask), deterministic, output_hidden_states)
-        pooled = None
-        if self.add_pooling_layer:
-            pooled = jnp.tanh(L.dense(self.pooler(), seq[:, 0], jnp.dtype(self.config.dtype)))
+        pooled = self.pool(seq[:, 0]) if self.add_pooling_layer else None
         return {"sequence_output": seq, "pooled_output": pooled, "hidden_states": hidden}
+
+    def pool(self, cls_BH):
+        """The tanh pooler on [CLS] states (any leading axes: early exit pools every layer's)."""
+        return pool(self.pooler(), cls_BH, self.config)
 
     def attend(self, x_BLE):
         return self.embeddings.attend(x_BLE)

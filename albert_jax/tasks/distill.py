@@ -85,6 +85,9 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     if theirs != task_name:
         raise DistillError(f"distill.teacher={teacher!r} was fine-tuned on {theirs or 'pretraining'!r}, not on "
                            f"task {task_name!r}: a teacher must be fine-tuned on the task it teaches")
+    if run_cfg.get("task", {}).get("head", "default") != "default":
+        raise DistillError(f"distill.teacher={teacher!r} has the {run_cfg['task']['head']} head (one classifier "
+                           "per layer): distil from a run with the default head")
     max_len = int(run_cfg["experiment"]["data"]["max_seq_length"])
     try:
         step, where, cfg, _, params = finetuned_params(path)
@@ -268,6 +271,9 @@ def distill(config, workdir: str) -> dict:
     validate.validate(config, "finetune", workdir)
     if "distill" not in config:
         raise DistillError("the config has no distill section: use experiments/distill.py")
+    if config.get("head", "default") != "default":
+        raise DistillError(f"head={config.head}: the student of a distillation has the default head (its soft "
+                           "targets are for one classifier)")
     d = config.distill
     targets = teacher_targets(d.teacher, config.task, limit=config.data.limit,
                               cache_dir=os.path.join(workdir, "teacher"))

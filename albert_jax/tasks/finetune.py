@@ -28,7 +28,8 @@ from flax import linen as nn
 from albert_jax.config import AlbertConfig
 from albert_jax.data import tokenization
 from albert_jax.experiments import args, validate
-from albert_jax.tasks.registry import make_task
+from albert_jax.tasks.early_exit import with_head
+from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop
 from albert_jax.training import state as st
@@ -93,7 +94,7 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
     else:
         raise InitError(f"{path} has no checkpoint at step {step}: checkpoints/ holds {saved or 'none'}, best/ holds "
                         f"{best or 'none'}")
-    abstract = nn.unbox(st.abstract_params(make_task(task_info["name"]), cfg))
+    abstract = nn.unbox(st.abstract_params(task_of_run(task_info, cfg), cfg))
     step, params = ckpt.restore_params_only(str(path / where), abstract, step, sharding)
     return step, where, cfg, task_info, params
 
@@ -196,10 +197,22 @@ def model_config(config, src: InitSource, tokenizer) -> AlbertConfig:
         cfg = args.model_from_section(config.model, vocab_size=config.model.vocab_size or tokenizer.vocab_size)
     else:
         cfg = src.model_cfg.replace(**{k: config.model[k] for k in KNOBS})
+        if config.depth:
+            cfg = with_depth(cfg, config.depth, src.path)
     if config.data.max_seq_length > cfg.max_position_embeddings:
         raise InitError(f"data.max_seq_length={config.data.max_seq_length} exceeds the model's "
                         f"max_position_embeddings={cfg.max_position_embeddings}")
     return cfg
+
+
+def with_depth(cfg: AlbertConfig, depth: int, where: str) -> AlbertConfig:
+    """The source's architecture applied `depth` times. Only a stack whose parameters do not depend on the depth
+    (every part shared, no per-layer sharing_map) can: the same weights then serve any number of layers."""
+    if cfg.sharing != "all" or cfg.sharing_map:
+        what = f"sharing_map={cfg.sharing_map!r}" if cfg.sharing_map else f"sharing={cfg.sharing!r}"
+        raise InitError(f"depth={depth}: {where} has {what}, whose parameters are per layer or per set; only an "
+                        "all-shared model (sharing='all', no sharing_map) can run at another depth")
+    return cfg.replace(num_hidden_layers=depth)
 
 
 def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool) -> dict:
@@ -269,6 +282,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     validate.check_devices(config)
     task = make_task(config.task)
     src, tokenizer, model_cfg = student_model(config)
+    task = with_head(task, config.head, model_cfg.num_hidden_layers)  # PABEE: one classifier per layer
     check_head(task, src, config.reset_head)
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)

@@ -72,3 +72,10 @@ def make_task(name: str):
         raise ValueError(f"unknown task {name!r}; local tasks (offline): {', '.join(LOCAL)}; "
                          f"TFDS catalog tasks (need the network once): {', '.join(CATALOG)}")
     return TASKS[name]()
+
+
+def task_of_run(task_info: dict, model_cfg):
+    """The task a run recorded in config.json (its `task` section), with the head it was trained with."""
+    from albert_jax.tasks.early_exit import with_head
+
+    return with_head(make_task(task_info["name"]), task_info.get("head", "default"), model_cfg.num_hidden_layers)
