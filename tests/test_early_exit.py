@@ -151,3 +151,20 @@ def test_unsupported_task_and_depth_are_refused(tiny_pretrained, tmp_path):
                        env={k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert "head=pabee: task pd_pos is a TaggingTask" in p.stderr.strip().splitlines()[-1]
+
+
+def test_export_refuses_hf_and_round_trips_params(pabee_run, tmp_path):
+    """HF has no class with one classifier per layer: --to hf is refused by name; --to params keeps every exit."""
+    from albert_jax.interop import export as E
+    from albert_jax.interop.params_export import load_params_export
+
+    wd, _ = pabee_run
+    run = E.resolve_run(str(wd))
+    with pytest.raises(E.ExportRefused, match="AlbertForEarlyExit.*--to params"):
+        E.hf_target(run)
+    out = E.export_params(run, tmp_path / "params")
+    cfg, params = load_params_export(out)
+    assert cfg.num_hidden_layers == 4
+    for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(run.params)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert np.asarray(params["exits"]["kernel"]).shape[0] == 4  # one classifier per layer survives the trip

@@ -157,9 +157,9 @@ def hf_target(run: RunParams) -> dict:
     if run.kind == "pretraining":
         head = "pretraining"
     else:
-        from albert_jax.tasks.registry import make_task
+        from albert_jax.tasks.registry import task_of_run
 
-        task = make_task(name)
+        task = task_of_run(run.task, cfg)  # with the head it was trained with (PABEE: AlbertForEarlyExit)
         model_name = type(task.model(cfg)).__name__
         head = hf.HEAD_OF_MODEL.get(model_name)
         if head is None:
