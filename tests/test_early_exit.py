@@ -168,3 +168,12 @@ def test_export_refuses_hf_and_round_trips_params(pabee_run, tmp_path):
     for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(run.params)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert np.asarray(params["exits"]["kernel"]).shape[0] == 4  # one classifier per layer survives the trip
+
+
+def test_quantize_refuses_a_pabee_run_by_name(pabee_run, tmp_path):
+    from albert_jax.compression.run import QuantizeError, quantize_run
+
+    wd, _ = pabee_run
+    with pytest.raises(QuantizeError, match="pabee head"):
+        quantize_run(str(wd), str(tmp_path / "q"))
+    assert not (tmp_path / "q").exists()
