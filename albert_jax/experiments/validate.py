@@ -450,8 +450,9 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
     from albert_jax.tasks.early_exit import unsupported
     from albert_jax.tasks.registry import make_task
 
-    if config.head != "default" and unsupported(make_task(config.task)):
-        raise ConfigError(f"head={config.head}: {unsupported(make_task(config.task))}")
+    why = unsupported(make_task(config.task)) if config.head != "default" else None
+    if why:
+        raise ConfigError(f"head={config.head}: {why}")
     d = config.data
     if config.init == "random" and config.depth:
         raise ConfigError(f"depth={config.depth} applies to an init source's architecture; with init=random set "

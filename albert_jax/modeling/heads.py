@@ -202,7 +202,8 @@ class AlbertForSquadV2(nn.Module):
 
 def exit_logits(exits, pooled_BH, layer, dtype):
     """Exit `layer`'s classifier (an int or a traced index) on pooled [CLS] states: one dense of the stacked
-    per-layer kernels. The module and the step-by-step inference path both score exits with it."""
+    per-layer kernels, as the step-by-step inference path scores one layer at a time (AlbertForEarlyExit scores
+    all layers at once with the same kernels in one einsum; the test checks the two agree)."""
     p = {"kernel": exits["kernel"][layer], "bias": exits["bias"][layer]}
     return L.dense(p, pooled_BH, dtype).astype(jnp.float32)
 

@@ -54,6 +54,17 @@ class TeacherTargets:
     info: dict  # teacher path, step, task, max length, hidden size, its recorded dev/test scores
 
 
+def split_features(task, tokenizer, max_len: int, split: str, limit: int = 0, training: bool = False):
+    """One split of `task` featurized with `tokenizer` (the first `limit` examples when > 0): what `prepare`
+    does for every split, for the one split a teacher or a timing needs."""
+    records = load_records(task.source, split)
+    return task.featurize(records[:limit] if limit else records, tokenizer, max_len, split, training)
+
+
+def _count(params) -> int:
+    return int(sum(np.size(x) for x in jax.tree.leaves(params)))
+
+
 def _teacher_scores(path: Path) -> dict:
     """The teacher run's own dev/test numbers (its results.json), for the student's share."""
     f = path / "results.json"
@@ -101,10 +112,7 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
             return cached
     task = make_task(task_name)
     tok = tokenization.load_tokenizer(path)
-    records = load_records(task.source, task.train_split)
-    if limit:
-        records = records[:limit]
-    feats = task.featurize(records, tok, max_len, task.train_split, True)
+    feats = split_features(task, tok, max_len, task.train_split, limit, training=True)
     model = task.model(cfg)
     forward = jax.jit(lambda p, b: model.apply({"params": p}, **task.model_inputs(b), deterministic=True,
                                                return_pooled=True))
@@ -119,7 +127,7 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
         logits[batch["example_index"][real]] = np.asarray(lg)[real]
         pooled[batch["example_index"][real]] = np.asarray(pl)[real]
     info = {**key, "hidden_size": cfg.hidden_size, "examples": len(feats), "scores": _teacher_scores(path),
-            "param_count": int(sum(np.size(x) for x in jax.tree.leaves(params)))}
+            "param_count": _count(params)}
     out = TeacherTargets(logits, pooled, np.asarray(feats.arrays["label"]), info)
     if cache_dir and jax.process_index() == 0:
         _write_cache(Path(cache_dir), out)
@@ -154,8 +162,10 @@ def _write_cache(d: Path, t: TeacherTargets) -> None:
 class _Distill:
     """Mixed in before the base task's class: the base task's data, model and evaluation, the distillation loss."""
 
-    def setup_distill(self, targets: TeacherTargets, temperature: float, alpha: float, hidden_weight: float):
+    def setup_distill(self, targets: TeacherTargets, temperature: float, alpha: float, hidden_weight: float,
+                      student_hidden: int):
         self.targets, self.temperature, self.alpha, self.hidden_weight = targets, temperature, alpha, hidden_weight
+        self._student_hidden = student_hidden
         self.ratios = {**self.ratios, "kd_loss": ("kd_sum", "count")}
         if hidden_weight:
             self.ratios["hidden_loss"] = ("hidden_sum", "count")
@@ -225,8 +235,7 @@ def distill_task(base, targets: TeacherTargets, *, temperature: float, alpha: fl
                            f"{base.num_labels}")
     task = copy.copy(base)
     task.__class__ = type(f"Distilled{type(base).__name__}", (_Distill, type(base)), {})
-    task._student_hidden = student_hidden
-    task.setup_distill(targets, temperature, alpha, hidden_weight)
+    task.setup_distill(targets, temperature, alpha, hidden_weight, student_hidden)
     return task
 
 
@@ -288,26 +297,24 @@ def distill(config, workdir: str) -> dict:
     med = {part: {k: v["median"] for k, v in summary["summary"].get(part, {}).items()} for part in ("dev", "test")}
     share = {"dev": _share(med["dev"], teacher_scores.get("dev", {}), headline),
              "test": _share(med["test"], teacher_scores.get("test", {}), f"test/{headline}")}
-    # Size and speed: the best seed-0 student beside the teacher, on the student's dev split, in this process.
-    _, _, s_cfg, _, s_params = ft.finetuned_params(os.path.join(workdir, f"seed-{config.train.seed}"))
+    # Size and speed: the first seed's student beside the teacher, each on the dev split as it reads it (its own
+    # tokenizer, which every run keeps in its workdir, and length), timed in this process.
+    from albert_jax.data.tokenization import load_tokenizer
+
+    s_dir = os.path.join(workdir, f"seed-{config.train.seed}")
+    _, _, s_cfg, _, s_params = ft.finetuned_params(s_dir)
     _, _, t_cfg, _, t_params = ft.finetuned_params(d.teacher)
-    src, tokenizer, _ = ft.student_model(config)
-    base.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
-    dev = base.features[base.dev_splits[0]]
-    from albert_jax.data import tokenization
-    from albert_jax.tasks.pretraining.run import read_run_config
-    t_task = make_task(config.task)
-    t_len = int(read_run_config(d.teacher)["experiment"]["data"]["max_seq_length"])
-    t_task.prepare(tokenization.load_tokenizer(d.teacher), t_len, limit=config.data.limit)
-    t_dev = t_task.features[t_task.dev_splits[0]]
-    speed = {"student_examples_per_s": forward_speed(base, s_cfg, s_params, dev),
-             "teacher_examples_per_s": forward_speed(t_task, t_cfg, t_params, t_dev)}
+    dev = base.dev_splits[0]
+    s_dev = split_features(base, load_tokenizer(s_dir), config.data.max_seq_length, dev, config.data.limit)
+    t_dev = split_features(base, load_tokenizer(d.teacher), int(targets.info["max_seq_length"]), dev,
+                           config.data.limit)
+    speed = {"student_examples_per_s": forward_speed(base, s_cfg, s_params, s_dev),
+             "teacher_examples_per_s": forward_speed(base, t_cfg, t_params, t_dev)}
     speed["student_over_teacher"] = speed["student_examples_per_s"] / speed["teacher_examples_per_s"]
-    count = lambda p: int(sum(np.size(x) for x in jax.tree.leaves(p)))  # noqa: E731
     summary["distill"] = {"teacher": targets.info, "temperature": d.temperature, "alpha": d.alpha,
                           "hidden_weight": d.hidden_weight, "headline": headline, "student_median": med,
-                          "share_of_teacher": share, "student_params": count(s_params),
-                          "teacher_params": count(t_params), "speed": speed}
+                          "share_of_teacher": share, "student_params": _count(s_params),
+                          "teacher_params": _count(t_params), "speed": speed}
     if jax.process_index() == 0:
         with open(os.path.join(workdir, "results.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
