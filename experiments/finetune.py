@@ -80,6 +80,10 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.max_seq_length = {"smoke": 64, "cpu": min(task.max_seq_length, 128), "paper": row.max_seq_length}[scale]
     c.data.tokenizer = ""  # empty: the init source's; a .model file or a directory holding one
     c.data.limit = 256 if scale == "smoke" else 0  # examples per split (0: all)
+    # Length bucketing (albert_jax/data/bucketing.py): each batch is cut to the shortest of these padded lengths
+    # that holds its longest row: 'auto' (16, 32, 64, ... max_seq_length), 'off', or a list such as '32,64,96'.
+    # Exact (the same losses and metrics as full-length batches); one compiled step per length.
+    c.data.buckets = "auto"
 
     c.train = ml_collections.ConfigDict()
     c.train.optimizer = "adamw"  # the official fine-tuning optimizer

@@ -55,17 +55,22 @@ def _mark_absl_flags_parsed() -> None:
 class BatchIterator:
     """Iterator of global batches with checkpointable state (`get_state`/`set_state`, bytes)."""
 
-    def __init__(self, loader: grain.DataLoader, global_batch_size: int, sharding: jax.sharding.Sharding | None):
+    def __init__(self, loader: grain.DataLoader, global_batch_size: int, sharding: jax.sharding.Sharding | None,
+                 local_fn: Callable[[dict], dict] | None = None):
         self._loader = loader
         self.grain_iterator = iter(loader)  # orbax can save this directly with grain.checkpoint handlers
         self.global_batch_size = global_batch_size
         self.sharding = sharding
+        # Applied to each process-local batch after grain (length bucketing): the iterator state stays grain's.
+        self.local_fn = local_fn
 
     def __iter__(self):
         return self
 
     def __next__(self) -> dict[str, Any]:
         local = next(self.grain_iterator)
+        if self.local_fn is not None:
+            local = self.local_fn(local)
         if self.sharding is None:
             return local
         return jax.tree.map(self._to_global, local)
@@ -86,7 +91,8 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
                         shuffle: bool = True, num_epochs: int | None = None,
                         sharding: jax.sharding.Sharding | None = None, worker_count: int = 0,
                         worker_buffer_size: int = 2, process_index: int | None = None,
-                        process_count: int | None = None) -> BatchIterator:
+                        process_count: int | None = None,
+                        local_fn: Callable[[dict], dict] | None = None) -> BatchIterator:
     """Batches of `transform_fn(record)` over `source` (anything with __len__ and __getitem__).
 
     transform_fn maps one record to a dict of fixed-shape numpy arrays; batches stack them on a new leading
@@ -94,7 +100,8 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
     (drop_remainder), so every process yields the same number of batches and collectives never deadlock.
     num_epochs=None repeats forever. With `sharding` (e.g. NamedSharding(mesh, P("data"))) each feature
     becomes a global jax.Array; without it the process-local numpy batch is returned.
-    process_index/process_count default to JAX's and exist so tests can simulate several hosts.
+    process_index/process_count default to JAX's and exist so tests can simulate several hosts. local_fn, if
+    given, maps each process-local batch (a dict of numpy arrays) before it becomes global (length bucketing).
     """
     pi = jax.process_index() if process_index is None else process_index
     pc = jax.process_count() if process_count is None else process_count
@@ -129,7 +136,7 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
         data_source=source, sampler=sampler,
         operations=[op, grain.transforms.Batch(local_batch, drop_remainder=True)],
         worker_count=worker_count, worker_buffer_size=worker_buffer_size)
-    return BatchIterator(loader, global_batch_size, sharding)
+    return BatchIterator(loader, global_batch_size, sharding, local_fn)
 
 
 class TextBytesTransform:

@@ -112,7 +112,8 @@ FINETUNE = {
          "reset_head": _BOOL, "num_seeds": _int(1), "head": _choice("default", "pabee"),
          "depth": _int(0, note=" (0: the init source's depth)")},
     "train": {**TRAIN_COMMON, "weight_decay": _float(0.0)},
-    "data": {"max_seq_length": _int(5, 65535), "tokenizer": _STR, "limit": _int(0, note=" (0: every example)")},
+    "data": {"max_seq_length": _int(5, 65535), "tokenizer": _STR, "limit": _int(0, note=" (0: every example)"),
+             "buckets": _STR},
     "mesh": MESH,
     "distributed": DISTRIBUTED,
 }
@@ -454,6 +455,12 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
     if why:
         raise ConfigError(f"head={config.head}: {why}")
     d = config.data
+    if "buckets" in d:
+        from albert_jax.data.bucketing import BucketError, bucket_lengths
+        try:
+            bucket_lengths(d.max_seq_length, d.buckets)
+        except BucketError as e:
+            raise ConfigError(str(e)) from None
     if config.init == "random" and config.depth:
         raise ConfigError(f"depth={config.depth} applies to an init source's architecture; with init=random set "
                           "model.num_hidden_layers instead")

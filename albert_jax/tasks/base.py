@@ -36,6 +36,9 @@ class Task:
     loss_terms: tuple[LossTerm, ...] = ()
     ratios: Mapping[str, tuple[str, str]] = {}
     headline: str = "accuracy"
+    # The batch arrays with a sequence (last) axis, which length bucketing may cut (data/bucketing.py); () keeps
+    # this task's batches at full length.
+    seq_keys: tuple[str, ...] = ("input_ids", "input_mask", "segment_ids")
 
     # ---------------------------------------------------------------------------------------------- model
     def model(self, model_cfg):

@@ -68,7 +68,7 @@ class DownstreamTask(Task):
         summary = {"task": self.name, "source": self.source, "max_seq_length": max_len, "examples": sizes,
                    "truncation": stats, "tokenizer": getattr(tokenizer, "name", ""),
                    "tokenizer_sha256": getattr(tokenizer, "fingerprint", "")}
-        return TaskData(tokenizer, train, dev, test, summary)
+        return TaskData(tokenizer, train, dev, test, summary, seq_keys=tuple(self.seq_keys))
 
     def model_inputs(self, batch):
         """The encoder inputs every downstream head takes (span QA adds p_mask)."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import numpy as np
 
-from albert_jax.data import input_pipeline
+from albert_jax.data import bucketing, input_pipeline
 
 
 class TaskDataError(ValueError):
@@ -113,18 +114,28 @@ def _identity(row):
     return row
 
 
-def eval_batches(features: Features, batch_size: int, sharding) -> Iterator[dict]:
-    """The split in order, in global batches; the last one padded with weight-0 rows."""
+def eval_batches(features: Features, batch_size: int, sharding, seq_keys: Sequence[str] = (),
+                 buckets: Sequence[int] = ()) -> Iterator[dict]:
+    """The split in global batches; the last one padded with weight-0 rows.
+
+    With `buckets` (data/bucketing.py) the split is walked shortest first and each batch is cut to the shortest
+    bucket holding its longest row (`seq_keys` are the arrays with a sequence axis); without, in order at full
+    length. Either way every example is scored once and named by `example_index`."""
     n = len(features)
     pc, pi = jax.process_count(), jax.process_index()
     local = batch_size // pc
+    bucketed = len(buckets) > 1 and bool(seq_keys)
+    lengths = bucketing.row_lengths(features.arrays["input_mask"]) if bucketed else None
+    order = np.argsort(lengths, kind="stable") if bucketed else np.arange(n)
     for start in range(0, n, batch_size):
-        idx = np.arange(start, start + batch_size)
-        real = idx < n
-        take = np.where(real, idx, 0)
-        batch = {k: v[take] for k, v in features.arrays.items()}
+        pos = np.arange(start, start + batch_size)
+        real = pos < n
+        idx = order[np.where(real, pos, start)]  # padding rows repeat the batch's first row (weight 0)
+        batch = {k: v[idx] for k, v in features.arrays.items()}
         batch["example_weight"] = real.astype(np.float32)
         batch["example_index"] = np.where(real, idx, -1).astype(np.int32)
+        if bucketed:  # every process holds the whole split, so all of them cut to the same length
+            batch = bucketing.cut(batch, seq_keys, bucketing.fit(int(lengths[idx].max()), buckets))
         if sharding is None:
             yield batch
             continue
@@ -141,17 +152,25 @@ class TaskData:
     dev: dict[str, Features]
     test: dict[str, Features]
     summary: dict
+    # Length bucketing (data/bucketing.py): the arrays with a sequence axis, and the lengths a batch may be cut to
+    # (set by the run from data.buckets; one length, or none, keeps every batch at full length).
+    seq_keys: tuple[str, ...] = ()
+    buckets: tuple[int, ...] = ()
 
     def train_iterator(self, batch_size: int, sharding, seed: int):
         if len(self.train) < batch_size:
             raise TaskDataError(f"the train split has {len(self.train)} examples, fewer than one batch of "
                                 f"{batch_size}; lower train.batch_size")
-        return input_pipeline.make_batch_iterator(_Rows(self.train.arrays, self.train.split), _identity, batch_size, seed=seed,
-                                                  shuffle=True, num_epochs=None, sharding=sharding)
+        cut = None
+        if len(self.buckets) > 1 and self.seq_keys:
+            cut = functools.partial(bucketing.trim, keys=self.seq_keys, buckets=self.buckets)
+        return input_pipeline.make_batch_iterator(_Rows(self.train.arrays, self.train.split), _identity, batch_size,
+                                                  seed=seed, shuffle=True, num_epochs=None, sharding=sharding,
+                                                  local_fn=cut)
 
-    @staticmethod
-    def _sets(splits: dict[str, Features]) -> dict[str, Callable]:
-        return {name: (lambda b, sh, f=f: eval_batches(f, b, sh)) for name, f in splits.items()}
+    def _sets(self, splits: dict[str, Features]) -> dict[str, Callable]:
+        return {name: (lambda b, sh, f=f: eval_batches(f, b, sh, self.seq_keys, self.buckets))
+                for name, f in splits.items()}
 
     @property
     def eval_sets(self) -> dict[str, Callable]:

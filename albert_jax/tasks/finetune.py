@@ -26,7 +26,7 @@ import numpy as np
 from flax import linen as nn
 
 from albert_jax.config import AlbertConfig
-from albert_jax.data import tokenization
+from albert_jax.data import bucketing, tokenization
 from albert_jax.experiments import args, validate
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
@@ -287,6 +287,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
+    data.buckets = bucketing.bucket_lengths(config.data.max_seq_length, config.data.get("buckets", "off"))
     base_seed = config.train.seed
     per_seed = []
     for i in range(config.num_seeds):

@@ -43,6 +43,9 @@ def from_tfds_squad(r: dict) -> dict:
 
 
 class SpanTask(DownstreamTask):
+    # Not bucketed: doc_stride windows fill most features to max_seq_length, and the per-position start/end
+    # logits of every eval batch are concatenated over the split for decoding, so they must share one length.
+    seq_keys = ()
     ratios = {"task_loss": ("loss_sum", "count")}
     headline = "f1"
     loss_terms = (LossTerm("loss_sum", "count"),)

@@ -35,6 +35,7 @@ def bare_boundary_id(tokenizer) -> int | None:
 
 
 class TaggingTask(DownstreamTask):
+    seq_keys = ("input_ids", "input_mask", "segment_ids", "labels")  # one tag (or -1) per position
     ratios = {"task_loss": ("loss_sum", "count"), "accuracy": ("correct", "count")}
     headline = "accuracy"
     loss_terms = (LossTerm("loss_sum", "count"),)

@@ -34,6 +34,8 @@ IDENTITY = ("model.", "task.", "data.", "init.", "experiment.experiment", "exper
             "experiment.reset_head", "experiment.train.optimizer", "experiment.train.seed")
 # Model fields that change neither the checkpoint nor the numbers (only memory use and speed).
 RUNTIME_MODEL_FIELDS = ("remat_policy",)
+# Data fields that change only speed: length bucketing cuts padding, exactly (data/bucketing.py).
+RUNTIME_DATA_FIELDS = ("experiment.data.buckets",)
 # Keys that change the rest of the trajectory but not what the checkpoint is: allowed with the flag.
 SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_rate", "warmup_steps", "batch_size",
                                                    "grad_accum_steps", "weight_decay"))
@@ -142,6 +144,8 @@ def kind_of(key: str) -> str:
     """'identity' (refused), 'schedule' (needs the flag) or 'free' for a flattened config.json key."""
     leaf = key.rsplit(".", 1)[-1]
     if key.startswith(("model.", "experiment.model.")) and leaf in RUNTIME_MODEL_FIELDS:
+        return "free"
+    if key in RUNTIME_DATA_FIELDS:
         return "free"
     if any(key == p or key.startswith(p if p.endswith(".") else p + ".") for p in IDENTITY):
         return "identity"

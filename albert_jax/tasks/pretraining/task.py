@@ -30,6 +30,7 @@ class PretrainingTask(Task):
               "sentence_loss": ("sentence_loss_sum", "sentence_count"),
               "sentence_accuracy": ("sentence_correct", "sentence_count")}
     headline = "mlm_accuracy"
+    seq_keys = ()  # pretraining rows are filled to max_seq_length by create_pretraining_data: nothing to cut
 
     def __init__(self, sentence_task: str = "sop", max_seq_length: int = 8, max_predictions_per_seq: int = 2):
         if sentence_task not in SENTENCE_TASKS:
