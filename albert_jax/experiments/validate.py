@@ -104,6 +104,11 @@ PRETRAIN = {
         "dupe_factor": _int(1), "masking": _choice(*MASKING), "max_docs": _int(0, note=" (0: every document)"),
         "seed": _int(0),
     },
+    # optional: configs written before packing existed read the defaults (off)
+    "data?": {"packing": _BOOL,
+              "packing_max_examples": _int(2, note=" (examples packed into one row at most)"),
+              "packing_max_predictions": _int(0, note=" (masked predictions per packed row; 0: "
+                                                     "data.max_predictions_per_seq)")},
     "mesh": MESH,
     "distributed": DISTRIBUTED,
 }
@@ -344,10 +349,24 @@ def _check_mesh(mesh) -> None:
                           "remaining devices)")
 
 
+def _check_packing(c: _Checker, d) -> None:
+    """A packed row must hold at least one whole example's predictions; packing fields without packing warn."""
+    preds = d.get("packing_max_predictions", 0)
+    if not d.get("packing", False):
+        for field, default in (("packing_max_examples", 3), ("packing_max_predictions", 0)):
+            if d.get(field, default) != default:
+                c.warn(f"data.{field}={d[field]!r} has no effect: data.packing is false")
+        return
+    if preds and preds < d.max_predictions_per_seq:
+        raise ConfigError(f"data.packing_max_predictions={preds} is below data.max_predictions_per_seq="
+                          f"{d.max_predictions_per_seq}: a packed row must hold one example's predictions; raise it "
+                          "or set 0 (data.max_predictions_per_seq)")
+
+
 def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     config = c.config
     c.section("train", PRETRAIN["train"], PRETRAIN["train?"])
-    c.section("data", PRETRAIN["data"])
+    c.section("data", PRETRAIN["data"], PRETRAIN["data?"])
     c.section("mesh", PRETRAIN["mesh"])
     c.section("distributed", PRETRAIN["distributed"])
     d, t = config.data, config.train
@@ -363,6 +382,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     except ValueError as e:
         raise ConfigError(str(e).replace("PretrainingConfig.", "data.")) from None
 
+    _check_packing(c, d)
     check_corpus_name(d.corpus)
     from albert_jax.data.corpora import PRETRAIN_SPLITS
     default_held_out = dict(PRETRAIN_SPLITS)["validation"]

@@ -77,14 +77,20 @@ class AlbertForPreTraining(nn.Module):
         self.seq_relationship = Classifier(self.config, 2)
 
     def __call__(self, input_ids, attention_mask=None, token_type_ids=None, masked_lm_positions=None,
-                 deterministic=True, output_hidden_states=False):
-        out = self.albert(input_ids, attention_mask, token_type_ids, deterministic=deterministic,
-                          output_hidden_states=output_hidden_states)
+                 deterministic=True, output_hidden_states=False, pack_ids=None, position_ids=None,
+                 cls_positions=None):
+        """Packed rows (tasks/pretraining/packing.py) pass pack_ids, position_ids and cls_positions [B, K]:
+        the sentence logits are then [B, K, 2], one per packed example from its own [CLS]."""
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, deterministic=deterministic,
+                          output_hidden_states=output_hidden_states, pack_ids=pack_ids)
         seq = out["sequence_output"]
+        pooled = out["pooled_output"]
+        if cls_positions is not None:
+            pooled = self.albert.pool(gather_positions(seq, cls_positions))
         if masked_lm_positions is not None:
             seq = gather_positions(seq, masked_lm_positions)
         out["mlm_logits"] = self.predictions(seq, self.albert.attend)
-        out["sop_logits"] = self.seq_relationship(out["pooled_output"])
+        out["sop_logits"] = self.seq_relationship(pooled)
         return out
 
 

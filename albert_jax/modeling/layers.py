@@ -105,3 +105,11 @@ def ffn_block(p, x_BLH, config, dtype, rng=None, deterministic=True):
 def mask_to_bias(attention_mask_BL):
     """1/0 padding mask -> additive bias; -10000 as the official code (exp underflows to exactly 0 in f32)."""
     return ((1.0 - attention_mask_BL.astype(jnp.float32)) * -10000.0)[:, None, None, :]
+
+
+def pack_mask_bias(pack_ids_BL):
+    """Block-diagonal additive bias [B, 1, L, L] for packed rows: a query attends only to the keys of its own
+    packed example (pack id 1..k; 0 is padding, which no query attends to), with the -10000 of `mask_to_bias`,
+    so each example's softmax has exactly the terms it has unpacked (tasks/pretraining/packing.py)."""
+    same = (pack_ids_BL[:, :, None] == pack_ids_BL[:, None, :]) & (pack_ids_BL[:, None, :] > 0)
+    return jnp.where(same, 0.0, -10000.0).astype(jnp.float32)[:, None]

@@ -71,8 +71,11 @@ class AlbertModel(nn.Module):
                                  param_dtype=jnp.dtype(self.config.param_dtype))
 
     def __call__(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                 deterministic=True, output_hidden_states=False):
-        """Returns dict(sequence_output [B,L,H], pooled_output [B,H] or None, hidden_states list or None)."""
+                 deterministic=True, output_hidden_states=False, pack_ids=None):
+        """Returns dict(sequence_output [B,L,H], pooled_output [B,H] or None, hidden_states list or None).
+
+        `pack_ids` (packed rows: 1..k per example, 0 on padding) replace `attention_mask` with a block-diagonal
+        mask; pass the examples' own `position_ids` with them."""
         if attention_mask is None:
             attention_mask = jnp.ones_like(input_ids)
         if token_type_ids is None:
@@ -80,7 +83,8 @@ class AlbertModel(nn.Module):
         if position_ids is None:
             position_ids = jnp.broadcast_to(jnp.arange(input_ids.shape[-1]), input_ids.shape)
         emb = self.embeddings(input_ids, token_type_ids, position_ids, deterministic)
-        seq, hidden = self.encoder(emb, L.mask_to_bias(attention_mask), deterministic, output_hidden_states)
+        bias = L.mask_to_bias(attention_mask) if pack_ids is None else L.pack_mask_bias(pack_ids)
+        seq, hidden = self.encoder(emb, bias, deterministic, output_hidden_states)
         pooled = self.pool(seq[:, 0]) if self.add_pooling_layer else None
         return {"sequence_output": seq, "pooled_output": pooled, "hidden_states": hidden}
 

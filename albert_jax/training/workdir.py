@@ -41,6 +41,10 @@ SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_
                                                    "grad_accum_steps", "weight_decay"))
 FLAG = "train.allow_changed_schedule"
 _NOT_COMPARED = ("changes",)
+# Experiment fields added since runs were first recorded, with the value that keeps the old behaviour: a
+# record without them reads as these (data.packing: tasks/pretraining/packing.py).
+ADDED_DEFAULTS = {"experiment.data.packing": False, "experiment.data.packing_max_examples": 3,
+                  "experiment.data.packing_max_predictions": 0}
 
 
 class WorkdirError(ValueError):
@@ -161,6 +165,8 @@ def _model_default(key: str) -> Any:
 
     from albert_jax.config import AlbertConfig
 
+    if key in ADDED_DEFAULTS:
+        return ADDED_DEFAULTS[key]
     if key.startswith(("model.", "experiment.model.")):
         for f in dataclasses.fields(AlbertConfig):
             if f.name == key.rsplit(".", 1)[-1] and f.default is not dataclasses.MISSING:

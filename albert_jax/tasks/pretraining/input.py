@@ -14,6 +14,8 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
+
 from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
@@ -69,6 +71,8 @@ class PretrainData:
     masking: str
     masking_options: dict
     summary: dict
+    # data.packing: {max_seq_length, max_examples, max_predictions, seed}; None trains on unpacked rows.
+    packing: dict | None = None
 
     @property
     def vocab_size(self) -> int:
@@ -92,10 +96,39 @@ class PretrainData:
         masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options)
         return lambda data, rng: _select(masker(ptd.decode_record(data), rng))  # fresh masks every epoch
 
+    def packed_source(self, source):
+        """The rows of the packing plan over `source` (the train records), planned once from their sizes."""
+        from albert_jax.tasks.pretraining import packing
+        p = self.packing
+        sizes = packing.record_sizes(self.train_shards, source).astype(np.int64)
+        if self.masking == "dynamic":  # records hold no masks yet: the most mask_record can draw for each
+            m = self.masking_options
+            sizes[:, 1] = np.minimum(m["max_predictions_per_seq"],
+                                     np.maximum(1, np.round(sizes[:, 0] * m["masked_lm_prob"])))
+        order, starts = packing.plan_rows(sizes[:, 0], sizes[:, 1], p["max_seq_length"], p["max_examples"],
+                                          p["max_predictions"], seed=p["seed"])
+        log.info("packing: %d records in %d rows (padding %.1f%% -> %.1f%%)", len(sizes), len(starts) - 1,
+                 100 * packing.padding_share(sizes[:, 0], len(sizes), p["max_seq_length"]),
+                 100 * packing.padding_share(sizes[:, 0], len(starts) - 1, p["max_seq_length"]))
+        return packing.PackedSource(source, order, starts)
+
+    def _packed_transform(self):
+        from albert_jax.tasks.pretraining import packing
+        p = self.packing
+        args = (p["max_seq_length"], p["max_predictions"], p["max_examples"])
+        if self.masking == "static":
+            return lambda items: packing.pack_records([ptd.decode_record(d) for d in items], *args)
+        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options)
+        # One rng per row and epoch (grain's), drawn from in record order: reproducible, fresh every epoch.
+        return lambda items, rng: packing.pack_records([masker(ptd.decode_record(d), rng) for d in items], *args)
+
     def train_iterator(self, batch_size: int, sharding, seed: int):
         import grain
         source = grain.sources.ArrayRecordDataSource(self.train_shards)
-        kwargs = {"random_transform_fn" if self.masking == "dynamic" else "transform_fn": self._transform()}
+        transform = self._transform()
+        if self.packing:
+            source, transform = self.packed_source(source), self._packed_transform()
+        kwargs = {"random_transform_fn" if self.masking == "dynamic" else "transform_fn": transform}
         return input_pipeline.make_batch_iterator(source, global_batch_size=batch_size, seed=seed, shuffle=True,
                                                   num_epochs=None, sharding=sharding, **kwargs)
 
@@ -203,5 +236,11 @@ def prepare(config) -> PretrainData:
                "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
     masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
                            ngram=d.ngram)
-    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary)
+    packing = None
+    if d.get("packing", False):
+        packing = dict(max_seq_length=d.max_seq_length, max_examples=d.get("packing_max_examples", 3),
+                       max_predictions=d.get("packing_max_predictions", 0) or d.max_predictions_per_seq,
+                       seed=d.seed)
+        summary["packing"] = packing
+    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing)
 

@@ -17,6 +17,9 @@ from albert_jax.tasks.base import LossTerm, Task
 BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "masked_lm_weights", "next_sentence_labels")
 SENTENCE_TASKS = ("sop", "nsp", "none")
+# Packed rows (packing.py) carry these too; their presence is what makes a batch packed.
+PACKED_KEYS = ("pack_ids", "position_ids", "cls_positions", "next_sentence_weights")
+PACKED_KEY = "pack_ids"
 
 
 def _nll_and_correct(logits, labels):
@@ -53,12 +56,21 @@ class PretrainingTask(Task):
                 "next_sentence_labels": np.zeros((1,), np.int32)}
 
     def model_inputs(self, batch):
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
-                "token_type_ids": batch["segment_ids"], "masked_lm_positions": batch["masked_lm_positions"]}
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["input_mask"],
+                  "token_type_ids": batch["segment_ids"], "masked_lm_positions": batch["masked_lm_positions"]}
+        if PACKED_KEY in batch:  # a packed training batch (packing.py); evaluation batches are never packed
+            inputs.update(pack_ids=batch["pack_ids"], position_ids=batch["position_ids"],
+                          cls_positions=batch["cls_positions"])
+        return inputs
 
     def sums(self, outputs, batch):
         w = batch["masked_lm_weights"].astype(jnp.float32)
         nll, correct = _nll_and_correct(outputs["mlm_logits"], batch["masked_lm_ids"])
+        if PACKED_KEY in batch:  # one sentence label per packed example, weight 0 on unused slots
+            s_w = batch["next_sentence_weights"].astype(jnp.float32)
+            s_nll, s_correct = _nll_and_correct(outputs["sop_logits"], batch["next_sentence_labels"])
+            return {"mlm_loss_sum": jnp.sum(nll * w), "mlm_correct": jnp.sum(correct * w),
+                    "sentence_loss_sum": jnp.sum(s_nll * s_w), "sentence_correct": jnp.sum(s_correct * s_w)}
         labels = batch["next_sentence_labels"].reshape(-1)
         row_w = batch.get("example_weight", jnp.ones(labels.shape, jnp.float32)).astype(jnp.float32)
         s_nll, s_correct = _nll_and_correct(outputs["sop_logits"], labels)
@@ -66,6 +78,9 @@ class PretrainingTask(Task):
                 "sentence_loss_sum": jnp.sum(s_nll * row_w), "sentence_correct": jnp.sum(s_correct * row_w)}
 
     def counts(self, batch):
+        if PACKED_KEY in batch:
+            return {"mlm_count": jnp.sum(batch["masked_lm_weights"].astype(jnp.float32)),
+                    "sentence_count": jnp.sum(batch["next_sentence_weights"].astype(jnp.float32))}
         labels = batch["next_sentence_labels"].reshape(-1)
         row_w = batch.get("example_weight", jnp.ones(labels.shape, jnp.float32)).astype(jnp.float32)
         return {"mlm_count": jnp.sum(batch["masked_lm_weights"].astype(jnp.float32) * row_w[:, None]),

@@ -1,0 +1,172 @@
+"""Sequence packing for pretraining: several short instances in one row, attending only within themselves.
+
+create_pretraining_data fills most instances to max_seq_length, but short_seq_prob and document ends leave
+short ones, and a corpus of short documents leaves mostly short ones; their padding costs as much compute as real
+tokens. Packing (as MLPerf BERT) concatenates instances into rows of max_seq_length and keeps each one's
+computation as it was unpacked:
+
+- `pack_ids` (1..k per packed instance, 0 on padding) make the attention block-diagonal
+  (`layers.pack_mask_bias`): a token sees only the keys of its own instance, with the same -10000 bias that
+  removes padding, so its softmax has exactly the same terms;
+- `position_ids` restart at 0 for each instance; `masked_lm_positions` are offset into the row;
+- each instance keeps its own sentence label, scored from its own [CLS] (`cls_positions`), with
+  `next_sentence_weights` 0 on unused label slots.
+
+The loss is sums over masked tokens and sentence labels divided by their counts (tasks/base.py), so a packed
+batch gives the same loss and gradients as the same instances unpacked (tests/test_packing.py).
+
+The plan (which records share a row) is fixed for the data set: computed once from the records' sizes (read
+from their headers, cached beside the shards) by best-fit decreasing, with ties in a seeded order. The row
+source is then an ordinary random-access source, so grain's shuffle, sharding and iterator state (exact resume)
+work on rows exactly as they do on records.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger("albert_jax.pretrain")
+
+_SIZES_FILE = "record_sizes.npy"  # [N, 2] uint16: real tokens, masked predictions of each record, in order
+
+
+def record_sizes(shards: list[str], source=None) -> np.ndarray:
+    """(tokens, predictions) of every record of `shards` in source order, from the 20-byte headers
+    (records.py); cached beside the shards as record_sizes.npy (written under a temporary name, then renamed)."""
+    cache = Path(shards[0]).parent / _SIZES_FILE if shards else None
+    if cache is not None and cache.exists():
+        sizes = np.load(cache)
+        if source is None or len(sizes) == len(source):
+            return sizes
+    if source is None:
+        import grain
+        source = grain.sources.ArrayRecordDataSource(shards)
+    n = len(source)
+    sizes = np.zeros((n, 2), np.uint16)
+    for start in range(0, n, 4096):
+        idx = list(range(start, min(n, start + 4096)))
+        items = source.__getitems__(idx) if hasattr(source, "__getitems__") else [source[i] for i in idx]
+        for i, data in zip(idx, items):
+            sizes[i] = np.frombuffer(data, "<u2", 2, 10)  # header: magic, version, pad, L, P, tokens, predictions
+    if cache is not None:
+        tmp = cache.with_name(f"{_SIZES_FILE}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, sizes)
+            os.replace(tmp, cache)
+        except OSError as e:  # a read-only data directory: the sizes are recomputed next time
+            log.warning("could not cache record sizes beside %s: %s", shards[0], e)
+    return sizes
+
+
+def plan_rows(tokens: np.ndarray, predictions: np.ndarray, max_seq_length: int, max_examples: int,
+              max_predictions: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Which records share each row: (order, starts), row r holding records order[starts[r]:starts[r + 1]].
+
+    Best-fit decreasing: records longest first (equal lengths in a seeded order, so copies of one instance
+    from different dupe passes do not cluster), each into the open row with the least room that still fits
+    its tokens, its predictions and one more example. Every record is in exactly one row."""
+    tokens, predictions = np.asarray(tokens, np.int64), np.asarray(predictions, np.int64)
+    n, S = len(tokens), max_seq_length
+    if n and (tokens.min() < 1 or tokens.max() > S):
+        raise ValueError(f"record lengths must be 1..{S} (data.max_seq_length); got {tokens.min()}..{tokens.max()}")
+    if n and predictions.max() > max_predictions:
+        raise ValueError(f"a record has {predictions.max()} masked predictions, more than a packed row holds "
+                         f"(data.packing_max_predictions={max_predictions})")
+    perm = np.random.default_rng(seed).permutation(n)
+    order = perm[np.argsort(-tokens[perm], kind="stable")]
+    min_len = int(tokens.min()) if n else 0
+    rows: list[list[int]] = []
+    room_left: list[int] = []
+    preds_left: list[int] = []
+    open_by_room: list[list[int]] = [[] for _ in range(S + 1)]  # open rows by their free tokens
+    has_room = np.zeros(S + 1, bool)
+    for rec in order.tolist():
+        length, k = int(tokens[rec]), int(predictions[rec])
+        row = -1
+        for room in (length + np.flatnonzero(has_room[length:])).tolist():
+            bucket = open_by_room[room]  # the best fit by tokens whose predictions also fit (almost always)
+            for j in range(len(bucket) - 1, -1, -1):
+                if preds_left[bucket[j]] >= k:
+                    row = bucket.pop(j)
+                    break
+            if not bucket:
+                has_room[room] = False
+            if row >= 0:
+                break
+        if row < 0:
+            row = len(rows)
+            rows.append([])
+            room_left.append(S)
+            preds_left.append(max_predictions)
+        rows[row].append(rec)
+        room_left[row] -= length
+        preds_left[row] -= k
+        if len(rows[row]) < max_examples and room_left[row] >= min_len:
+            open_by_room[room_left[row]].append(row)
+            has_room[room_left[row]] = True
+    starts = np.zeros(len(rows) + 1, np.int64)
+    starts[1:] = np.cumsum([len(r) for r in rows])
+    flat = np.fromiter((i for r in rows for i in r), np.int64, count=n)
+    return flat, starts
+
+
+class PackedSource:
+    """Row i of a plan: the list of its records (raw bytes) from the underlying random-access source."""
+
+    def __init__(self, source, order: np.ndarray, starts: np.ndarray):
+        self.source, self.order, self.starts = source, order, starts
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __repr__(self) -> str:
+        # grain checks a restored iterator's source by its repr: a state taken over another plan is refused.
+        digest = hashlib.sha256(self.order.tobytes() + self.starts.tobytes()).hexdigest()[:12]
+        return f"PackedSource({self.source!r}, rows={len(self)}, plan={digest})"
+
+    def __getitem__(self, i: int) -> list:
+        return [self.source[int(j)] for j in self.order[self.starts[i]:self.starts[i + 1]]]
+
+    def records_of(self, i: int) -> np.ndarray:
+        return self.order[self.starts[i]:self.starts[i + 1]]
+
+
+def pack_records(records: list[dict], max_seq_length: int, max_predictions: int, max_examples: int) -> dict:
+    """One row from decoded records (records.decode_record's arrays): the BATCH_KEYS, packed, plus pack_ids,
+    position_ids, cls_positions and next_sentence_weights. `next_sentence_labels` becomes [max_examples]."""
+    S, P, K = max_seq_length, max_predictions, max_examples
+    if len(records) > K:
+        raise ValueError(f"{len(records)} records for one row of at most {K} (data.packing_max_examples)")
+    out = {name: np.zeros(S, np.int32) for name in ("input_ids", "segment_ids", "pack_ids", "position_ids")}
+    out.update(masked_lm_positions=np.zeros(P, np.int32), masked_lm_ids=np.zeros(P, np.int32),
+               masked_lm_weights=np.zeros(P, np.float32), next_sentence_labels=np.zeros(K, np.int32),
+               next_sentence_weights=np.zeros(K, np.float32), cls_positions=np.zeros(K, np.int32))
+    off = p = 0
+    for j, rec in enumerate(records):
+        n, k = int(np.sum(rec["input_mask"])), int(np.sum(rec["masked_lm_weights"] > 0))
+        if off + n > S or p + k > P:
+            raise ValueError(f"records of {off + n} tokens and {p + k} predictions do not fit one row of {S} "
+                             f"tokens and {P} predictions")
+        out["input_ids"][off:off + n] = rec["input_ids"][:n]
+        out["segment_ids"][off:off + n] = rec["segment_ids"][:n]
+        out["pack_ids"][off:off + n] = j + 1
+        out["position_ids"][off:off + n] = np.arange(n)
+        out["masked_lm_positions"][p:p + k] = np.asarray(rec["masked_lm_positions"][:k]) + off
+        out["masked_lm_ids"][p:p + k] = rec["masked_lm_ids"][:k]
+        out["masked_lm_weights"][p:p + k] = rec["masked_lm_weights"][:k]
+        out["next_sentence_labels"][j] = rec["next_sentence_labels"]
+        out["next_sentence_weights"][j] = 1.0
+        out["cls_positions"][j] = off
+        off, p = off + n, p + k
+    out["input_mask"] = (out["pack_ids"] > 0).astype(np.int32)
+    return out
+
+
+def padding_share(tokens: np.ndarray, rows: int, max_seq_length: int) -> float:
+    """The share of row positions that hold no real token."""
+    return 1.0 - float(np.sum(tokens)) / (rows * max_seq_length)
