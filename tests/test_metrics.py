@@ -132,6 +132,17 @@ def test_peak_override_and_env(monkeypatch):
         metrics.peak_flops_per_device("cpu")
 
 
+def test_throughput_counts_real_tokens_when_given():
+    meter = metrics.ThroughputMeter(skip_first=0)
+    time.sleep(0.01)
+    meter.step(tokens=1000, sequences=10, real_tokens=600.0)  # e.g. 40% padding
+    rates = meter.rates()
+    assert rates["real_tokens_per_second"] == pytest.approx(0.6 * rates["tokens_per_second"])
+    time.sleep(0.01)
+    meter.step(tokens=1000, sequences=10)  # a task that does not count them
+    assert "real_tokens_per_second" not in meter.rates()
+
+
 def test_throughput_ignores_compile_step():
     meter = metrics.ThroughputMeter()
     assert meter.rates() is None

@@ -231,7 +231,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
 
     def process(done: int, m) -> None:
         m = jax.device_get(m)
-        meter.step(tokens_per_step, t.batch_size)
+        meter.step(tokens_per_step, t.batch_size, float(m["real_tokens"]) if "real_tokens" in m else None)
         bar.update(1)
         if not (math.isfinite(float(m["loss"])) and math.isfinite(float(m["grad_norm"]))):
             raise NonFiniteLossError(

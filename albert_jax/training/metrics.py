@@ -202,10 +202,12 @@ class ThroughputMeter:
     def _reset_window(self) -> None:
         self._steps = 0
         self._tokens = 0
+        self._real_tokens: float | None = None
         self._sequences = 0
         self._seconds = 0.0
 
-    def step(self, tokens: int, sequences: int) -> None:
+    def step(self, tokens: int, sequences: int, real_tokens: float | None = None) -> None:
+        """`real_tokens`: the step's unpadded tokens, when the task counts them (padding and packing show)."""
         now = time.perf_counter()
         if self._skip > 0:
             self._skip -= 1
@@ -213,12 +215,15 @@ class ThroughputMeter:
             return
         self._steps += 1
         self._tokens += tokens
+        if real_tokens is not None:
+            self._real_tokens = (self._real_tokens or 0.0) + real_tokens
         self._sequences += sequences
         self._seconds += now - self._last
         self._last = now
 
     def rates(self, reset: bool = True) -> dict[str, float] | None:
-        """{'tokens_per_second', 'sequences_per_second', 'step_time'} for the window; None if nothing measured."""
+        """{'tokens_per_second', 'sequences_per_second', 'step_time'} (+ 'real_tokens_per_second' when steps gave
+        real_tokens) for the window; None if nothing measured."""
         if self._steps == 0 or self._seconds <= 0:
             return None
         out = {
@@ -226,6 +231,8 @@ class ThroughputMeter:
             "sequences_per_second": self._sequences / self._seconds,
             "step_time": self._seconds / self._steps,
         }
+        if self._real_tokens is not None:
+            out["real_tokens_per_second"] = self._real_tokens / self._seconds
         if reset:
             self._reset_window()
         return out

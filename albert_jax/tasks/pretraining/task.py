@@ -78,13 +78,16 @@ class PretrainingTask(Task):
                 "sentence_loss_sum": jnp.sum(s_nll * row_w), "sentence_correct": jnp.sum(s_correct * row_w)}
 
     def counts(self, batch):
+        # real_tokens is no loss denominator: the loop logs real (unpadded) tokens per second from it.
         if PACKED_KEY in batch:
             return {"mlm_count": jnp.sum(batch["masked_lm_weights"].astype(jnp.float32)),
-                    "sentence_count": jnp.sum(batch["next_sentence_weights"].astype(jnp.float32))}
+                    "sentence_count": jnp.sum(batch["next_sentence_weights"].astype(jnp.float32)),
+                    "real_tokens": jnp.sum(batch["input_mask"].astype(jnp.float32))}
         labels = batch["next_sentence_labels"].reshape(-1)
         row_w = batch.get("example_weight", jnp.ones(labels.shape, jnp.float32)).astype(jnp.float32)
         return {"mlm_count": jnp.sum(batch["masked_lm_weights"].astype(jnp.float32) * row_w[:, None]),
-                "sentence_count": jnp.sum(row_w)}
+                "sentence_count": jnp.sum(row_w),
+                "real_tokens": jnp.sum(batch["input_mask"].astype(jnp.float32) * row_w[:, None])}
 
     def finalize(self, sums, predictions, split):
         """split 'sop' or 'nsp': that set's sentence accuracy/loss; MLM is measured on the first set (sop)."""
