@@ -31,13 +31,21 @@ import numpy as np
 
 log = logging.getLogger("albert_jax.pretrain")
 
-_SIZES_FILE = "record_sizes.npy"  # [N, 2] uint16: real tokens, masked predictions of each record, in order
+
+def _sizes_cache(shards: list[str]) -> Path | None:
+    """record_sizes-<key>.npy beside the shards, keyed by their names, sizes and times: rewritten shards
+    are read again."""
+    if not shards:
+        return None
+    stats = [(os.path.basename(p), os.path.getsize(p), os.stat(p).st_mtime_ns) for p in shards]
+    key = hashlib.sha256(repr(stats).encode()).hexdigest()[:12]
+    return Path(shards[0]).parent / f"record_sizes-{key}.npy"
 
 
 def record_sizes(shards: list[str], source=None) -> np.ndarray:
-    """(tokens, predictions) of every record of `shards` in source order, from the 20-byte headers
-    (records.py); cached beside the shards as record_sizes.npy (written under a temporary name, then renamed)."""
-    cache = Path(shards[0]).parent / _SIZES_FILE if shards else None
+    """[N, 2] uint16: (real tokens, masked predictions) of every record of `shards` in source order, from the
+    20-byte headers (records.py); cached beside the shards (written under a temporary name, then renamed)."""
+    cache = _sizes_cache(shards)
     if cache is not None and cache.exists():
         sizes = np.load(cache)
         if source is None or len(sizes) == len(source):
@@ -53,7 +61,7 @@ def record_sizes(shards: list[str], source=None) -> np.ndarray:
         for i, data in zip(idx, items):
             sizes[i] = np.frombuffer(data, "<u2", 2, 10)  # header: magic, version, pad, L, P, tokens, predictions
     if cache is not None:
-        tmp = cache.with_name(f"{_SIZES_FILE}.{os.getpid()}.tmp")
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as f:
                 np.save(f, sizes)
@@ -79,26 +87,26 @@ def plan_rows(tokens: np.ndarray, predictions: np.ndarray, max_seq_length: int, 
                          f"(data.packing_max_predictions={max_predictions})")
     perm = np.random.default_rng(seed).permutation(n)
     order = perm[np.argsort(-tokens[perm], kind="stable")]
-    min_len = int(tokens.min()) if n else 0
+    min_len, min_k = (int(tokens.min()), int(predictions.min())) if n else (0, 0)
     rows: list[list[int]] = []
     room_left: list[int] = []
     preds_left: list[int] = []
-    open_by_room: list[list[int]] = [[] for _ in range(S + 1)]  # open rows by their free tokens
-    has_room = np.zeros(S + 1, bool)
+    # Open rows by free tokens, then by predictions left; most_preds[room] is the most any open row of that
+    # room has left (-1: none), so one vector test finds the least room that fits both, whatever the mix.
+    open_rows: list[dict[int, list[int]]] = [{} for _ in range(S + 1)]
+    most_preds = np.full(S + 1, -1, np.int64)
     for rec in order.tolist():
         length, k = int(tokens[rec]), int(predictions[rec])
-        row = -1
-        for room in (length + np.flatnonzero(has_room[length:])).tolist():
-            bucket = open_by_room[room]  # the best fit by tokens whose predictions also fit (almost always)
-            for j in range(len(bucket) - 1, -1, -1):
-                if preds_left[bucket[j]] >= k:
-                    row = bucket.pop(j)
-                    break
-            if not bucket:
-                has_room[room] = False
-            if row >= 0:
-                break
-        if row < 0:
+        fits = np.flatnonzero(most_preds[length:] >= k)
+        if len(fits):
+            room = length + int(fits[0])
+            by_preds = open_rows[room]
+            left = min(q for q in by_preds if q >= k)  # the best fit on predictions too
+            row = by_preds[left].pop()
+            if not by_preds[left]:
+                del by_preds[left]
+            most_preds[room] = max(by_preds, default=-1)
+        else:
             row = len(rows)
             rows.append([])
             room_left.append(S)
@@ -106,9 +114,9 @@ def plan_rows(tokens: np.ndarray, predictions: np.ndarray, max_seq_length: int, 
         rows[row].append(rec)
         room_left[row] -= length
         preds_left[row] -= k
-        if len(rows[row]) < max_examples and room_left[row] >= min_len:
-            open_by_room[room_left[row]].append(row)
-            has_room[room_left[row]] = True
+        if len(rows[row]) < max_examples and room_left[row] >= min_len and preds_left[row] >= min_k:
+            open_rows[room_left[row]].setdefault(preds_left[row], []).append(row)
+            most_preds[room_left[row]] = max(most_preds[room_left[row]], preds_left[row])
     starts = np.zeros(len(rows) + 1, np.int64)
     starts[1:] = np.cumsum([len(r) for r in rows])
     flat = np.fromiter((i for r in rows for i in r), np.int64, count=n)
