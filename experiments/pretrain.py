@@ -16,6 +16,7 @@ import ml_collections
 
 from albert_jax.config import preset
 from albert_jax.experiments import args as A
+from albert_jax.tasks.pretraining import packing
 
 SCALES = ("smoke", "cpu", "paper")
 # A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64.
@@ -60,9 +61,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.max_docs = 0 if scale == "paper" else 400  # 0: every document
     # Several short instances per row with block-diagonal attention (docs/training.md, "Sequence packing"):
     # exact, but our instances are ~96% full, so it saves ~3% of rows here; on for corpora of short documents.
-    c.data.packing = False
-    c.data.packing_max_examples = 3
-    c.data.packing_max_predictions = 0  # 0: data.max_predictions_per_seq
+    for field, default in packing.DEFAULTS.items():  # packing, packing_max_examples, packing_max_predictions
+        setattr(c.data, field, default)
     c.data.seed = 12345
 
     c.train = ml_collections.ConfigDict()

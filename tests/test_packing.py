@@ -241,9 +241,9 @@ def test_packing_config_fields(tmp_path):
         validate(c, "pretrain", str(tmp_path))
     # A run recorded before the fields existed resumes with them at their defaults, and not with packing on.
     old = {"experiment": {"data": {"max_seq_length": 64}}}
-    new = {"experiment": {"data": {"max_seq_length": 64, "packing": False, "packing_max_examples": 3,
-                                   "packing_max_predictions": 0}}}
+    new = {"experiment": {"data": {"max_seq_length": 64, **packing.DEFAULTS}}}
     assert workdir.differences(old, new) == {}
+    assert {k: workdir.ADDED_DEFAULTS[f"experiment.data.{k}"] for k in packing.DEFAULTS} == packing.DEFAULTS
     assert workdir.kind_of("experiment.data.packing") == "identity"
 
 

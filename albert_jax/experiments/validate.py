@@ -351,10 +351,11 @@ def _check_mesh(mesh) -> None:
 
 def _check_packing(c: _Checker, d) -> None:
     """A packed row must hold at least one whole example's predictions; packing fields without packing warn."""
-    preds = d.get("packing_max_predictions", 0)
-    if not d.get("packing", False):
-        for field, default in (("packing_max_examples", 3), ("packing_max_predictions", 0)):
-            if d.get(field, default) != default:
+    from albert_jax.tasks.pretraining.packing import DEFAULTS
+    preds = d.get("packing_max_predictions", DEFAULTS["packing_max_predictions"])
+    if not d.get("packing", DEFAULTS["packing"]):
+        for field in ("packing_max_examples", "packing_max_predictions"):
+            if d.get(field, DEFAULTS[field]) != DEFAULTS[field]:
                 c.warn(f"data.{field}={d[field]!r} has no effect: data.packing is false")
         return
     if preds and preds < d.max_predictions_per_seq:

@@ -42,7 +42,8 @@ SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_
 FLAG = "train.allow_changed_schedule"
 _NOT_COMPARED = ("changes",)
 # Experiment fields added since runs were first recorded, with the value that keeps the old behaviour: a
-# record without them reads as these (data.packing: tasks/pretraining/packing.py).
+# record without them reads as these (data.packing: tasks/pretraining/packing.DEFAULTS, which a test holds
+# equal; training does not import tasks).
 ADDED_DEFAULTS = {"experiment.data.packing": False, "experiment.data.packing_max_examples": 3,
                   "experiment.data.packing_max_predictions": 0}
 

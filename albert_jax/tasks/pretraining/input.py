@@ -236,11 +236,12 @@ def prepare(config) -> PretrainData:
                "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
     masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
                            ngram=d.ngram)
+    from albert_jax.tasks.pretraining.packing import DEFAULTS
+    opt = {k: d.get(k, v) for k, v in DEFAULTS.items()}
     packing = None
-    if d.get("packing", False):
-        packing = dict(max_seq_length=d.max_seq_length, max_examples=d.get("packing_max_examples", 3),
-                       max_predictions=d.get("packing_max_predictions", 0) or d.max_predictions_per_seq,
-                       seed=d.seed)
+    if opt["packing"]:
+        packing = dict(max_seq_length=d.max_seq_length, max_examples=opt["packing_max_examples"],
+                       max_predictions=opt["packing_max_predictions"] or d.max_predictions_per_seq, seed=d.seed)
         summary["packing"] = packing
     return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing)
 

@@ -31,6 +31,10 @@ import numpy as np
 
 log = logging.getLogger("albert_jax.pretrain")
 
+# The data.packing fields and their defaults: off; at most 3 instances per row (as MLPerf BERT); 0 predictions
+# per row means data.max_predictions_per_seq. A config without them reads these.
+DEFAULTS = {"packing": False, "packing_max_examples": 3, "packing_max_predictions": 0}
+
 
 def _sizes_cache(shards: list[str]) -> Path | None:
     """record_sizes-<key>.npy beside the shards, keyed by their names, sizes and times: rewritten shards
