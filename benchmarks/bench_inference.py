@@ -4,7 +4,8 @@
 (b) Classification over the real rt_sentiment dev sentences (AlbertForSequenceClassification): ours padded to
     max_seq_length; ours length-bucketed (the split walked shortest first, each batch cut to its bucket,
     data/bucketing.py); HF with the usual dynamic padding (each batch, in order, cut to its longest row).
-    One pass over the split per repetition; examples/s and useful (real, input_mask) tokens/s.
+    One pass over the split per repetition; examples/s and useful (real, input_mask) tokens/s. On CPU the first
+    256 dev examples by default (--examples; a whole pass of albert-base is minutes there).
 Weights: one random init of ours, converted for HF by albert_jax.interop.hf.params_to_hf (the tested converter).
 FLOP rates count the positions each system actually computes (padding included): forward = training / 3.
 """
@@ -72,7 +73,7 @@ def encoder_forward(name: str, ceil: dict, quick: bool, batch=8, seq=128) -> lis
     return rows
 
 
-def classification(name: str, tok, ceil: dict, quick: bool, batch=32, max_len=128) -> list[dict]:
+def classification(name: str, tok, ceil: dict, quick: bool, limit: int, batch=32, max_len=128) -> list[dict]:
     import jax
     import jax.numpy as jnp
     import torch
@@ -83,7 +84,7 @@ def classification(name: str, tok, ceil: dict, quick: bool, batch=32, max_len=12
     from albert_jax.training.state import fresh_params
 
     task = make_task("rt_sentiment")
-    data = task.prepare(tok, max_len, limit=96 if quick else 0)
+    data = task.prepare(tok, max_len, limit=limit)  # the first `limit` examples of each split (0: all)
     dev = data.dev[task.dev_splits[0]]
     cfg = models.model_config(name, vocab_size=tok.vocab_size, max_position_embeddings=max(512, max_len),
                               classifier_dropout_prob=0.0)
@@ -118,7 +119,7 @@ def classification(name: str, tok, ceil: dict, quick: bool, batch=32, max_len=12
                 hf(**b)
 
     med = common.interleaved({"albert_jax padded": ours(padded), "albert_jax bucketed": ours(bucketed),
-                              "hf_torch dynamic padding": theirs}, reps=1 if quick else 3, warmup=1)
+                              "hf_torch dynamic padding": theirs}, reps=1 if quick else 2, warmup=1)
     n_examples = len(dev)
     useful = float(np.asarray(dev.arrays["input_mask"]).sum())
     computed = {"albert_jax padded": [b["input_ids"].shape[-1] for b in padded],
@@ -140,8 +141,10 @@ def classification(name: str, tok, ceil: dict, quick: bool, batch=32, max_len=12
 def run(args, ceil: dict) -> dict:
     names = models.names(args.models, "tiny" if args.quick else "albert-base,smoke4")
     tok = common.tokenizer(args.tokenizer)
+    import jax
+    limit = args.examples if args.examples >= 0 else 96 if args.quick else 256 if jax.default_backend() == "cpu" else 0
     enc = [r for n in names for r in encoder_forward(n, ceil, args.quick)]
-    cls = [r for n in names for r in classification(n, tok, ceil, args.quick)]
+    cls = [r for n in names for r in classification(n, tok, ceil, args.quick, limit)]
     summary = {}
     for n in names:
         summary[f"encoder_ours_over_hf_{n}"] = next(r["ours_over_hf"] for r in enc if r["model"] == n

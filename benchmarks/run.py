@@ -44,6 +44,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--remat", default="", help="train: remat policy; memory: comma list (default: all)")
     p.add_argument("--peer", default="auto", choices=("auto", "on", "off"),
                    help="train: time HF transformers too (auto: on CPU, and for albert-base on accelerators)")
+    p.add_argument("--examples", type=int, default=-1,
+                   help="inference: dev examples of rt_sentiment (0: the whole split; default 256 on CPU, all on "
+                        "accelerators; --quick: 96)")
     p.add_argument("--sharing", default="", help="memory: comma list of sharing modes (default: all four)")
     p.add_argument("--depths", default="", help="compile: comma list of depths (default 6,12,24,48)")
     p.add_argument("--budget-gb", type=float, default=0.0,
