@@ -108,7 +108,7 @@ def task_rows(task_name: str, name: str, tok, ceil: dict, quick: bool, steps: in
 
 def run(args, ceil: dict) -> dict:
     names = models.names(args.models, "tiny" if args.quick else "smoke4")
-    steps = args.steps or (2 if args.quick else 20)
+    steps = args.steps or (1 if args.quick else 20)
     tok = common.tokenizer(args.tokenizer)
     rows = [r for n in names for t in TASKS for r in task_rows(t, n, tok, ceil, args.quick, steps)]
     summary = {}

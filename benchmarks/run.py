@@ -62,8 +62,8 @@ def run_suite(name: str, args, ceil: dict | None) -> dict:
         return {"ceiling": ceil, "tables": {"matmul ceiling": [
             {"library": k[:-7].rsplit("_", 1)[0], "dtype": k[:-7].rsplit("_", 1)[1], "gflops": v}
             for k, v in ceil.items() if k.endswith("_gflops")]}, "summary": {}}
-    if ceil is None:  # measured briefly here, so the share of ceiling is of this run's machine state
-        ceil = common.ceiling_in_child(True) if name in CHILD_SUITES else common.ceiling(True)
+    if ceil is None:  # measured here (seconds), so the share of ceiling is of this run's machine state
+        ceil = common.ceiling_in_child(args.quick) if name in CHILD_SUITES else common.ceiling(args.quick)
     out = importlib.import_module(MODULES[name]).run(args, ceil)
     out["ceiling"] = ceil
     return out
