@@ -17,6 +17,10 @@ import sys
 import time
 from importlib import metadata
 
+# Compile times are measured, so JAX's persistent compilation cache (albert_jax/compile_cache.py, which the
+# commands and the tests turn on through the environment) is off here and in every child a suite starts.
+os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
 

@@ -29,7 +29,7 @@ CHILD_SUITES = ("memory",)
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("suite", choices=SUITES + ("all",))
+    p.add_argument("suite", help=f"one of {', '.join(SUITES)}; all; or a comma list (e.g. ceiling,compile)")
     p.add_argument("--quick", action="store_true", help="smoke sizes: seconds per suite")
     p.add_argument("--out", required=True, help="directory for <suite>.json and <suite>.md")
     p.add_argument("--tag", default="", help="file name suffix: <suite>-<tag>.json (several runs of one suite)")
@@ -71,22 +71,31 @@ def run_suite(name: str, args, ceil: dict | None) -> dict:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
     suffix = f"-{args.tag}" if args.tag else ""
-    if args.suite == "all":
+    names = SUITES if args.suite == "all" else tuple(n for n in args.suite.split(",") if n)
+    unknown = [n for n in names if n not in SUITES]
+    if unknown or not names:
+        p.error(f"suite {args.suite!r}: unknown {unknown or 'empty'}; allowed: {', '.join(SUITES)}, all, or a "
+                "comma list of them")
+    if len(names) > 1:
         # Each suite in its own process: peak memory is per suite, and a suite that must not hold the GPU
-        # (memory) gets a parent that holds none.
+        # (memory) gets a parent that holds none. The ceiling, when listed, is measured first and handed on.
+        names = tuple(sorted(names, key=SUITES.index))
         os.makedirs(args.out, exist_ok=True)
-        rest = [a for a in argv if a != "all"]
+        rest = [a for a in argv if a != args.suite]
         failed = []
-        for name in SUITES:
-            extra = [] if name == "ceiling" else ["--ceiling", os.path.join(args.out, f"ceiling{suffix}.json")]
+        for name in names:
+            extra = [] if name == "ceiling" or "ceiling" not in names else [
+                "--ceiling", os.path.join(args.out, f"ceiling{suffix}.json")]
             code = os.spawnv(os.P_WAIT, sys.executable, [sys.executable, os.path.abspath(__file__), name]
                              + rest + extra)
             if code:
                 failed.append(name)
                 print(f"suite {name} failed (exit {code})", file=sys.stderr)
         return 1 if failed else 0
+    args.suite = names[0]
     ceil = None
     if args.ceiling:
         with open(args.ceiling, encoding="utf-8") as f:
