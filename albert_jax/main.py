@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from albert_jax import compile_cache
+    compile_cache.enable()  # before jax is imported by the handler
     try:
         return int(args.func(args) or 0)
     except (UserError, ValueError, FileNotFoundError) as e:

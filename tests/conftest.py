@@ -10,6 +10,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("USE_TF", "0")  # as albert_jax sets it: transformers on PyTorch even with TF installed
+from albert_jax import compile_cache  # noqa: E402  (nothing but os: jax is not imported yet)
+
+compile_cache.enable()  # the CLI's default: the suite's many identical tiny programs compile once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -192,3 +192,20 @@ def test_progress_bar_only_on_a_terminal():
     finally:
         os.close(master)
     assert "pretrain" in written and "5/10" in written
+
+
+def test_throughput_skips_a_new_programs_step_and_sums_flops():
+    """A bucketed run compiles a program at each new length: that step sets the clock, like the first."""
+    meter = metrics.ThroughputMeter(skip_first=0)
+    time.sleep(0.02)
+    meter.step(tokens=640, sequences=10, flops=6400.0)
+    time.sleep(0.3)  # a compile at a new length
+    meter.step(tokens=320, sequences=10, flops=2000.0, new_program=True)
+    time.sleep(0.02)
+    meter.step(tokens=320, sequences=10, flops=2000.0)
+    rates = meter.rates()
+    assert rates["step_time"] < 0.15  # the 0.3 s step is not counted
+    assert rates["tokens_per_second"] == pytest.approx(960 / (2 * rates["step_time"]))
+    assert rates["flops_per_second"] / rates["tokens_per_second"] == pytest.approx(8400 / 960)
+    meter.step(tokens=1, sequences=1)
+    assert "flops_per_second" not in meter.rates()  # no FLOPs given: none reported

@@ -17,6 +17,7 @@ train section of the experiment config, and optionally the initial parameters.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -219,19 +220,24 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         stop["signal"] = signum  # checkpoint at the next step boundary, then exit
 
     old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    flops = model_cfg.flops_per_token(run.seq_len, **task.flop_options()) if hasattr(task, "flop_options") \
-        else model_cfg.flops_per_token(run.seq_len)
+    @functools.lru_cache(maxsize=None)
+    def flops_at(seq: int) -> float:  # per token; the attention term grows with the (bucketed) length
+        options = task.flop_options() if hasattr(task, "flop_options") else {}
+        return model_cfg.flops_per_token(seq, **options)
+    seen_lengths: set[int] = set()
     peak = mx.peak_flops_per_device(override=t.peak_flops or None)
     meter = mx.ThroughputMeter()
     bar = mx.progress_bar(t.num_train_steps, initial=start, desc=task.name)
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
-    tokens_per_step = t.batch_size * run.seq_len
-    pending = None  # (step number, metrics) of the step dispatched last, read one step later
+    pending = None  # (step number, metrics, batch length) of the step dispatched last, read one step later
     last_eval: dict[str, float] = {}
 
-    def process(done: int, m) -> None:
+    def process(done: int, m, seq: int) -> None:
         m = jax.device_get(m)
-        meter.step(tokens_per_step, t.batch_size, float(m["real_tokens"]) if "real_tokens" in m else None)
+        tokens = t.batch_size * seq  # as computed: a bucketed batch is cut to `seq` (data/bucketing.py)
+        real = float(m["real_tokens"]) if "real_tokens" in m else None
+        meter.step(tokens, t.batch_size, tokens * flops_at(seq), real_tokens=real, new_program=seq not in seen_lengths)
+        seen_lengths.add(seq)
         bar.update(1)
         if not (math.isfinite(float(m["loss"])) and math.isfinite(float(m["grad_norm"]))):
             raise NonFiniteLossError(
@@ -243,10 +249,10 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
             rates = meter.rates()
             if rates:
                 row.update(rates)
-                row["tflops_per_device"] = mx.flops_per_second_per_device(
-                    flops, rates["tokens_per_second"], jax.device_count()) / 1e12
+                per_device = rates.pop("flops_per_second") / jax.device_count()
+                row["tflops_per_device"] = per_device / 1e12
                 if peak:
-                    row["mfu"] = mx.mfu(flops, rates["tokens_per_second"], jax.device_count(), peak)
+                    row["mfu"] = per_device / peak
             writer.write(done, row)
             shown = {"loss": f"{row['loss']:.3f}"}
             if task.headline in row:
@@ -263,7 +269,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
             if pending is not None:
                 process(*pending)  # step t-1's metrics, read while step t runs
             done = step + 1
-            pending = (done, new_metrics)
+            pending = (done, new_metrics, int(batch["input_ids"].shape[-1]))
             if done == kill_at:
                 process(*pending)
                 checkpointer.wait()

@@ -204,13 +204,18 @@ class ThroughputMeter:
         self._tokens = 0
         self._real_tokens: float | None = None
         self._sequences = 0
+        self._flops = 0.0
         self._seconds = 0.0
 
-    def step(self, tokens: int, sequences: int, real_tokens: float | None = None) -> None:
-        """`real_tokens`: the step's unpadded tokens, when the task counts them (padding and packing show)."""
+    def step(self, tokens: int, sequences: int, flops: float = 0.0, real_tokens: float | None = None,
+             new_program: bool = False) -> None:
+        """One finished step of `tokens` (as computed, padding included), `sequences` and model `flops`.
+        real_tokens: the step's unpadded tokens, when the task counts them (padding and packing show).
+        new_program: the step compiled (or read from the cache) a program of a new shape, as a bucketed run's first
+        batch of each length does; like the first steps it only sets the clock."""
         now = time.perf_counter()
-        if self._skip > 0:
-            self._skip -= 1
+        if self._skip > 0 or new_program:
+            self._skip = max(self._skip - 1, 0)
             self._last = now
             return
         self._steps += 1
@@ -218,12 +223,13 @@ class ThroughputMeter:
         if real_tokens is not None:
             self._real_tokens = (self._real_tokens or 0.0) + real_tokens
         self._sequences += sequences
+        self._flops += flops
         self._seconds += now - self._last
         self._last = now
 
     def rates(self, reset: bool = True) -> dict[str, float] | None:
-        """{'tokens_per_second', 'sequences_per_second', 'step_time'} (+ 'real_tokens_per_second' when steps gave
-        real_tokens) for the window; None if nothing measured."""
+        """{'tokens_per_second', 'sequences_per_second', 'step_time'} for the window, with 'flops_per_second' and
+        'real_tokens_per_second' when steps gave them; None if nothing measured."""
         if self._steps == 0 or self._seconds <= 0:
             return None
         out = {
@@ -231,6 +237,8 @@ class ThroughputMeter:
             "sequences_per_second": self._sequences / self._seconds,
             "step_time": self._seconds / self._steps,
         }
+        if self._flops:
+            out["flops_per_second"] = self._flops / self._seconds
         if self._real_tokens is not None:
             out["real_tokens_per_second"] = self._real_tokens / self._seconds
         if reset:

@@ -206,21 +206,27 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
     return texts
 
 
+def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
+    """data.spm_model, or the SentencePiece model trained on the corpus's train text (cached by corpus, vocab
+    size and case; benchmarks use it too)."""
+    if d.spm_model:
+        return tokenization.Tokenizer.load(d.spm_model)
+    prefix = _corpus_source(d)[0] / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
+    if not Path(f"{prefix}.model").exists():
+        texts = texts or corpus_texts(d)
+        tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
+                                     lower=d.lower, seed=d.seed)
+        for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
+            os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
+    return tokenization.Tokenizer.load(f"{prefix}.model")
+
+
 def prepare(config) -> PretrainData:
     d = config.data
     max_docs = d.max_docs or None
     root = _corpus_source(d)[0]
     texts = corpus_texts(d)
-    if d.spm_model:
-        tokenizer = tokenization.Tokenizer.load(d.spm_model)
-    else:
-        prefix = root / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
-        if not Path(f"{prefix}.model").exists():
-            tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
-                                         lower=d.lower, seed=d.seed)
-            for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
-                os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
-        tokenizer = tokenization.Tokenizer.load(f"{prefix}.model")
+    tokenizer = corpus_tokenizer(d, texts)
     base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
                 masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram)
     train_cfg = ptd.PretrainingConfig(**base, dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)

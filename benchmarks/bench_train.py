@@ -1,0 +1,58 @@
+"""run.py train: the pretraining step (ours, LAMB) and HF AlbertForPreTraining + AdamW, per model and length.
+
+The measuring is train_throughput.py's (bench_ours / bench_torch_peer); this suite loops it over models and
+lengths and adds TFLOP/s, MFU (against the device's table peak, none on CPU) and the share of this run's ceiling.
+FLOPs per token count every applied layer (AlbertConfig.flops_per_token), for both systems; HF scores the MLM
+head on every position, ours on the masked ones only, so HF does slightly more work than it is credited for.
+"""
+from __future__ import annotations
+
+import argparse
+
+import common
+import models
+import train_throughput as tt
+
+
+def run(args, ceil: dict) -> dict:
+    import jax
+
+    from albert_jax.training import metrics as mx
+
+    quick = args.quick
+    names = models.names(args.models, "tiny" if quick else "albert-base,smoke4")
+    seqs = [int(s) for s in (args.seqs or ("32" if quick else "128")).split(",")]
+    tokens = args.tokens or (128 if quick else 1024)
+    steps = args.steps or (2 if quick else 5)
+    on_cpu = jax.default_backend() == "cpu"
+    peak = mx.peak_flops_per_device()
+    rows = []
+    for name in names:
+        for seq in seqs:
+            batch = max(1, tokens // seq)
+            cfg = models.model_config(name, dtype=args.dtype, remat_policy=args.remat or "none",
+                                      max_position_embeddings=max(512, seq))
+            ns = argparse.Namespace(batch=batch, seq=seq, preds=max(1, round(0.15 * seq)), steps=steps)
+            flops = cfg.flops_per_token(seq, masked_fraction=ns.preds / seq)
+            peer = args.peer == "on" or (args.peer == "auto" and (on_cpu or name == "albert-base"))
+            points = [("albert_jax", tt.bench_ours(cfg, ns))]
+            if peer:
+                points.append(("hf_torch", tt.bench_torch_peer(cfg, ns)))
+            for system, r in points:
+                tok_s = batch * seq / r["step_s"]
+                gflops = mx.flops_per_second_per_device(flops, tok_s, jax.device_count()) / 1e9
+                rows.append({"model": name, "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
+                             "seq": seq, "batch": batch, "dtype": args.dtype, "system": system,
+                             "step_s": r["step_s"], "seq_per_s": batch / r["step_s"], "tokens_per_s": tok_s,
+                             "tflops_per_device": gflops / 1e3,
+                             "mfu": mx.mfu(flops, tok_s, jax.device_count(), peak) if peak else float("nan"),
+                             "share_of_ceiling": common.share(gflops, ceil, args.dtype),
+                             "compile_s": r["compile_s"], "peak_mib": r["peak_mb"]})
+    summary = {}
+    for name in names:
+        for seq in seqs:
+            pair = {r["system"]: r for r in rows if r["model"] == name and r["seq"] == seq}
+            if "hf_torch" in pair:
+                summary[f"ours_over_hf_{name}_s{seq}"] = pair["hf_torch"]["step_s"] / pair["albert_jax"]["step_s"]
+    return {"tables": {"pretraining step": rows}, "summary": summary,
+            "notes": "throughput ratio ours/HF = HF step time / ours; FLOPs per applied layer"}

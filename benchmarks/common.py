@@ -1,0 +1,216 @@
+"""What every suite of benchmarks/run.py shares: the run header, timers, the matmul ceiling, tables, children.
+
+A suite module has `run(args, ceiling) -> dict` returning {"tables": {name: [row, ...]}, "summary": {...}}; run.py
+adds the header and writes DIR/<suite>.json and DIR/<suite>.md. Rows are flat dicts of numbers and short strings.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+
+# Compile times are measured, so JAX's persistent compilation cache (albert_jax/compile_cache.py, which the
+# commands and the tests turn on through the environment) is off here and in every child a suite starts.
+os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+
+
+# ------------------------------------------------------------------------------------------------ header
+def machine() -> dict:
+    """CPU model, cores and SIMD flags, from /proc/cpuinfo (no jax import: a parent must not grab a GPU)."""
+    info = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "avx2": False,
+            "avx512": False}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            text = f.read()
+        for ln in text.splitlines():
+            if ln.startswith("model name"):
+                info["cpu"] = ln.split(":", 1)[1].strip()
+            if ln.startswith("flags"):
+                flags = set(ln.split(":", 1)[1].split())
+                info["avx2"], info["avx512"] = "avx2" in flags, any(f.startswith("avx512") for f in flags)
+                break
+    except OSError:
+        pass
+    try:  # the accelerator, if any, without initialising a JAX backend
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode == 0 and out.stdout.strip():
+            info["gpu"] = out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return info
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for pkg in ("jax", "jaxlib", "flax", "optax", "torch", "transformers"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def header(argv: list[str]) -> dict:
+    cmd = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT)] + argv)
+    return {"command": cmd, "machine": machine(), "versions": versions(),
+            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}
+
+
+# ------------------------------------------------------------------------------------------------ timing
+def interleaved(fns: dict, reps: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call of each function, the systems taking turns (a load change hits all alike).
+    Each fn must block until its result is ready."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def finite_positive(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+# ------------------------------------------------------------------------------------------------ ceiling
+def ceiling(quick: bool, dtypes=None) -> dict:
+    """The machine's matmul rate in this run: a square GEMM under jax.jit, numpy and torch, median of several.
+
+    The other suites report their FLOP rate as a share of `jax_<dtype>_gflops` (what our code can reach at
+    best on this machine, measured now, under the same load)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    on_cpu = jax.default_backend() == "cpu"
+    dtypes = tuple(dtypes or (("float32",) if on_cpu else ("float32", "bfloat16")))
+    n = (512 if quick else 2048) if on_cpu else (1024 if quick else 8192)
+    reps = 3 if quick else 7
+    flops = 2.0 * n ** 3
+    out = {"n": n, "reps": reps, "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
+    rng = np.random.default_rng(0)
+    a32, b32 = rng.standard_normal((n, n), np.float32), rng.standard_normal((n, n), np.float32)
+    mm = jax.jit(jnp.matmul)
+    fns = {}
+    for dt in dtypes:
+        a, b = jnp.asarray(a32, dt), jnp.asarray(b32, dt)
+        fns[f"jax_{dt}"] = lambda a=a, b=b: mm(a, b).block_until_ready()
+    if on_cpu:
+        fns["numpy_float32"] = lambda: a32 @ b32
+    try:
+        import torch
+        dev = "cpu" if on_cpu else "cuda"
+        ta, tb = torch.from_numpy(a32).to(dev), torch.from_numpy(b32).to(dev)
+        sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+        for dt in dtypes:
+            x, y = ta.to(getattr(torch, dt)), tb.to(getattr(torch, dt))
+            fns[f"torch_{dt}"] = lambda x=x, y=y: (x @ y, sync())
+    except ImportError:
+        pass
+    for k, s in interleaved(fns, reps).items():
+        out[f"{k}_gflops"] = flops / s / 1e9
+    return out
+
+
+def share(gflops: float, ceil: dict, dtype: str = "float32") -> float:
+    """Achieved rate as a share of the jax matmul ceiling of this run (nan without one)."""
+    c = ceil.get(f"jax_{dtype}_gflops") or ceil.get("jax_float32_gflops")
+    return gflops / c if c else float("nan")
+
+
+# ------------------------------------------------------------------------------------------------ children
+def run_child(cmd: list[str], timeout: float, env: dict | None = None) -> tuple[dict | None, str]:
+    """Run a child that prints one JSON object as its last stdout line; (that object or None, error tail)."""
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + BENCH, **(env or {})})
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout:.0f} s"
+    lines = [ln for ln in p.stdout.strip().splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return None, f"exit {p.returncode}: " + " | ".join(p.stderr.strip().splitlines()[-4:])
+    return json.loads(lines[-1]), ""
+
+
+def ceiling_in_child(quick: bool, dtypes=None) -> dict:
+    """The ceiling measured in a child process, for parents that must not hold the accelerator themselves."""
+    code = ("import json, sys; sys.path.insert(0, 'benchmarks'); import common; "
+            f"print(json.dumps(common.ceiling({quick!r}, {dtypes!r})))")
+    out, err = run_child([sys.executable, "-c", code], timeout=600)
+    if out is None:
+        raise RuntimeError(f"ceiling child failed: {err}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ tokenizer
+def tokenizer(path: str = ""):
+    """A SentencePiece model of ours: `path` (a .model, or a workdir holding one), else the one the cpu-scale
+    pretraining recipe trains on the English mix (cached by corpus and vocab size: deterministic, and instant
+    once built), so sentence lengths, hence padding and bucketing, are those of the project's own runs."""
+    from albert_jax.data.tokenization import load_tokenizer
+    if path:
+        return load_tokenizer(path)
+    from albert_jax.experiments.loader import load_config
+    from albert_jax.tasks.pretraining import input as pin
+    return pin.corpus_tokenizer(load_config("experiments/pretrain.py:scale=cpu").data)
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "–"
+        a = abs(v)
+        return f"{v:,.0f}" if a >= 1000 else f"{v:.1f}" if a >= 100 else f"{v:.3g}" if a >= 0.01 else f"{v:.2e}"
+    return str(v)
+
+
+def markdown(suite: str, result: dict) -> str:
+    h = result["header"]
+    m, v = h["machine"], h["versions"]
+    lines = [f"# benchmarks: {suite}", "", f"`{h['command']}`", "",
+             f"{h['date']}; {m['cpu']}, {m['cores']} cores, avx2={m['avx2']}, avx512={m['avx512']}"
+             + (f"; GPU {m['gpu']}" if m.get("gpu") else ""),
+             "; ".join(f"{k} {val}" for k, val in v.items() if val), ""]
+    c = result.get("ceiling") or {}
+    rates = ", ".join(f"{k[:-7]} {val:,.1f}" for k, val in c.items() if k.endswith("_gflops"))
+    if rates:
+        lines += [f"Matmul ceiling ({c['n']}² GEMM, median of {c['reps']}, GFLOP/s): {rates}", ""]
+    for name, rows in result["tables"].items():
+        if not rows:
+            continue
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        lines += [f"## {name}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
+        lines.append("")
+    if result.get("summary"):
+        lines += ["## summary", ""] + [f"- {k}: {_fmt(val)}" for k, val in result["summary"].items()] + [""]
+    return "\n".join(lines)
+
+
+def write(out_dir: str, suite: str, result: dict) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{suite}.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, allow_nan=True)
+    with open(os.path.join(out_dir, f"{suite}.md"), "w", encoding="utf-8") as f:
+        f.write(markdown(suite, result))
