@@ -58,13 +58,7 @@ def task_rows(task_name: str, name: str, tok, ceil: dict, quick: bool, steps: in
     hf = _hf_model("AlbertForSequenceClassification", cfg, params, "sequence",
                    [str(i) for i in range(task.num_labels)]).train()
     opt = torch.optim.AdamW(hf.parameters(), lr=LR, weight_decay=WD)
-    hf_batches = []
-    for b in full:
-        n = int(bucketing.row_lengths(b["input_mask"]).max())
-        hf_batches.append({"input_ids": torch.from_numpy(b["input_ids"][:, :n]).long(),
-                           "attention_mask": torch.from_numpy(b["input_mask"][:, :n]).long(),
-                           "token_type_ids": torch.from_numpy(b["segment_ids"][:, :n]).long(),
-                           "labels": torch.from_numpy(b["label"]).long()})
+    hf_batches = common.hf_dynamic_padding(full, labels=True)
 
     def ours(key, b):
         states[key], m = train(states[key], b, rng)
@@ -96,11 +90,10 @@ def task_rows(task_name: str, name: str, tok, ceil: dict, quick: bool, steps: in
     useful = float(sum(b["input_mask"].sum() for b in full[warm:]))
     rows = []
     for system, s in total.items():
-        gflops = sum(batch * n * cfg.flops_per_token(n, masked_fraction=0.0) for n in lengths[system]) / s / 1e9
         rows.append({"model": name, "task": task_name, "batch": batch, "steps": steps, "system": system,
-                     "mean_padded_len": float(np.mean(lengths[system])), "step_s": s / steps,
-                     "examples_per_s": batch * steps / s, "useful_tokens_per_s": useful / s,
-                     "tflops": gflops / 1e3, "share_of_ceiling": common.share(gflops, ceil),
+                     "step_s": s / steps, "examples_per_s": batch * steps / s,
+                     **common.rate_fields(batch, lengths[system],
+                                          lambda n: cfg.flops_per_token(n, masked_fraction=0.0), s, useful, ceil),
                      "speedup_vs_full": total["albert_jax full-length"] / s,
                      "ours_bucketed_over_this": s / total["albert_jax bucketed"]})
     return rows

@@ -99,12 +99,7 @@ def classification(name: str, tok, ceil: dict, quick: bool, limit: int, batch=32
 
     padded = ours_batches(())
     bucketed = ours_batches(bucketing.bucket_lengths(max_len, "auto"))
-    hf_batches = []
-    for b in F.eval_batches(dev, batch, None):  # in order; each cut to its longest row (dynamic padding)
-        n = int(bucketing.row_lengths(b["input_mask"]).max())
-        hf_batches.append({"input_ids": torch.from_numpy(b["input_ids"][:, :n]).long(),
-                           "attention_mask": torch.from_numpy(b["input_mask"][:, :n]).long(),
-                           "token_type_ids": torch.from_numpy(b["segment_ids"][:, :n]).long()})
+    hf_batches = common.hf_dynamic_padding(F.eval_batches(dev, batch, None))  # in order, as HF would
     labels = [str(i) for i in range(task.num_labels)]
     hf = _hf_model("AlbertForSequenceClassification", cfg, params, "sequence", labels)
 
@@ -127,12 +122,9 @@ def classification(name: str, tok, ceil: dict, quick: bool, limit: int, batch=32
                 "hf_torch dynamic padding": [b["input_ids"].shape[-1] for b in hf_batches]}
     rows = []
     for system, s in med.items():
-        lengths = computed[system]
-        gflops = sum(batch * n * _fwd_flops(cfg, n) for n in lengths) / s / 1e9
         rows.append({"model": name, "task": "rt_sentiment", "split": dev.split, "examples": n_examples,
-                     "batch": batch, "system": system, "mean_padded_len": float(np.mean(lengths)),
-                     "pass_s": s, "examples_per_s": n_examples / s, "useful_tokens_per_s": useful / s,
-                     "tflops": gflops / 1e3, "share_of_ceiling": common.share(gflops, ceil),
+                     "batch": batch, "system": system, "pass_s": s, "examples_per_s": n_examples / s,
+                     **common.rate_fields(batch, computed[system], lambda n: _fwd_flops(cfg, n), s, useful, ceil),
                      "speedup_vs_padded": med["albert_jax padded"] / s,
                      "ours_bucketed_over_this": s / med["albert_jax bucketed"]})
     return rows

@@ -134,6 +134,33 @@ def share(gflops: float, ceil: dict, dtype: str = "float32") -> float:
     return gflops / c if c else float("nan")
 
 
+def rate_fields(batch: int, lengths: list[int], flops_per_token, seconds: float, useful_tokens: float,
+                ceil: dict) -> dict:
+    """The columns every padded-length comparison reports: batches of `batch` rows at the padded `lengths` took
+    `seconds` in all; FLOPs as computed (padding included) at each batch's own length."""
+    gflops = sum(batch * n * flops_per_token(n) for n in lengths) / seconds / 1e9
+    return {"mean_padded_len": float(sum(lengths) / len(lengths)), "useful_tokens_per_s": useful_tokens / seconds,
+            "tflops": gflops / 1e3, "share_of_ceiling": share(gflops, ceil)}
+
+
+def hf_dynamic_padding(batches, labels: bool = False) -> list[dict]:
+    """HF's usual dynamic padding: each batch of ours cut to its longest row, as torch tensors."""
+    import torch
+
+    from albert_jax.data import bucketing
+
+    out = []
+    for b in batches:
+        n = int(bucketing.row_lengths(b["input_mask"]).max())
+        t = {"input_ids": torch.from_numpy(b["input_ids"][:, :n]).long(),
+             "attention_mask": torch.from_numpy(b["input_mask"][:, :n]).long(),
+             "token_type_ids": torch.from_numpy(b["segment_ids"][:, :n]).long()}
+        if labels:
+            t["labels"] = torch.from_numpy(b["label"]).long()
+        out.append(t)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ children
 def run_child(cmd: list[str], timeout: float, env: dict | None = None) -> tuple[dict | None, str]:
     """Run a child that prints one JSON object as its last stdout line; (that object or None, error tail)."""
