@@ -82,8 +82,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.limit = 256 if scale == "smoke" else 0  # examples per split (0: all)
     # Length bucketing (albert_jax/data/bucketing.py): each batch is cut to the shortest of these padded lengths
     # that holds its longest row: 'auto' (16, 32, 64, ... max_seq_length), 'off', or a list such as '32,64,96'.
-    # Exact (the same losses and metrics as full-length batches); one compiled step per length.
-    c.data.buckets = "auto"
+    # Exact (the same losses and metrics as full-length batches); one compiled step per length. Off at the smoke
+    # scale: a run of 12 steps on 256 examples is compile time, and every extra length is one more compile.
+    c.data.buckets = "off" if scale == "smoke" else "auto"
 
     c.train = ml_collections.ConfigDict()
     c.train.optimizer = "adamw"  # the official fine-tuning optimizer

@@ -52,7 +52,7 @@ def test_init_from_pretraining_run_copies_the_encoder(pretrained):
 
 def test_two_seeds_best_checkpoint_test_once_and_rerun_reuses(pretrained, tmp_path):
     wd = tmp_path / "rt"
-    cfg = config_for("rt_sentiment", pretrained)
+    cfg = config_for("rt_sentiment", pretrained, "data.buckets=auto")  # the cpu scale's default: lengths 16, 32
     cfg.num_seeds = 2
     out = ft.finetune(cfg, str(wd))
     assert [s["seed"] for s in out["seeds"]] == [0, 1]
