@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
+
+# Compile times are not what is compared, but a cached program would skip the flags' own compilation: off, before
+# jax is imported (backward_profile, beside this file, imports it).
+os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+from backward_profile import encoder_programs, model_args, model_config, timed  # noqa: E402
 
 SETTINGS = {
     "baseline": "",
@@ -28,41 +31,23 @@ SETTINGS = {
 
 
 def child(spec: dict) -> dict:
-    os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from benchmarks.backward_profile import encoder_programs
-    from albert_jax.config import parse_overrides, preset
-
-    def timed(fn, *a, reps=spec["reps"]):
-        jax.block_until_ready(fn(*a))
-        out = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn(*a))
-            out.append(time.perf_counter() - t0)
-        return statistics.median(out)
-
-    cfg = preset(spec["preset"], **parse_overrides(spec["set"])).replace(hidden_dropout_prob=0.0,
-                                                                         attention_probs_dropout_prob=0.0)
+    cfg = model_config(spec["preset"], spec["set"])
     m, h = spec["batch"] * spec["seq"], cfg.hidden_size
     rng = np.random.default_rng(0)
     x, w, g = (jnp.asarray(rng.standard_normal(s), jnp.float32) for s in ((m, h), (h, h), (m, h)))
     params, _, both = encoder_programs(cfg, spec["batch"], spec["seq"])
-    return {"gemm_s": timed(jax.jit(lambda a, b: a @ b), x, w),
-            "weight_grad_s": timed(jax.jit(lambda a, b: a.T @ b), x, g),
-            "fwd_bwd_s": timed(both, params)}
+    reps = spec["reps"]
+    return {"gemm_s": timed(jax.jit(lambda a, b: a @ b), x, w, repeats=reps),
+            "weight_grad_s": timed(jax.jit(lambda a, b: a.T @ b), x, g, repeats=reps),
+            "fwd_bwd_s": timed(both, params, repeats=reps)}
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--preset", default="albert-base")
-    p.add_argument("--set", default="")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
+    p = model_args(argparse.ArgumentParser())
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="a tiny model: checks that it runs")
     p.add_argument("--child", default="", help=argparse.SUPPRESS)
