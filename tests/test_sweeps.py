@@ -184,6 +184,42 @@ def test_the_table_reads_the_rows_paper_beside_ours(swept):
                                   / "finetune-rt_sentiment")
 
 
+def test_stage_fingerprints_are_the_settings_not_the_row(tmp_path):
+    row = ["e-128-all-shared"]
+    a = S.plan(R.get("table4"), "smoke", tmp_path, rows=row)[0].stages
+    b = S.plan(R.get("claim_ffn_vs_attention"), "smoke", tmp_path, rows=row)[0].stages
+    longer = S.plan(R.get("table4"), "smoke", tmp_path, ["pretrain.train.num_train_steps=5"], rows=row)[0].stages
+    speed = S.plan(R.get("table4"), "smoke", tmp_path, ["finetune.num_seeds=7", "finetune.data.buckets=off"],
+                   rows=row)[0].stages
+    assert S.fingerprint(a[0]) == S.fingerprint(b[0]) != S.fingerprint(longer[0])
+    assert S.fingerprint(a[1]) == S.fingerprint(speed[1])  # seed count and bucketing change no seed's result
+    assert S.fingerprint(a[1]) != S.fingerprint(b[1])  # each fine-tunes its own row's pretraining ...
+    a[0].workdir.mkdir(parents=True)
+    b[0].workdir.parent.mkdir(parents=True)
+    os.symlink(a[0].workdir, b[0].workdir)
+    assert S.fingerprint(a[1]) == S.fingerprint(b[1])  # ... until that is a link to the same run
+
+
+def test_a_stage_identical_to_a_finished_one_links_to_it_instead_of_training_again(swept):
+    runs, _, _ = swept
+    src = runs / "table4" / "smoke" / "e-128-all-shared"
+    before = {q: q.stat().st_mtime_ns for q in (src / "pretrain" / "checkpoints").iterdir()}
+    out = cli("sweep", "claim_ffn_vs_attention", "--scale", "smoke", "--runs", str(runs), "--rows",
+              "e-128-all-shared", *FAST).stdout
+    d = runs / "claim_ffn_vs_attention" / "smoke" / "e-128-all-shared"
+    for stage in ("pretrain", "finetune-rt_sentiment"):
+        assert (d / stage).is_symlink() and os.path.samefile(d / stage, src / stage)
+        assert not os.path.isabs(os.readlink(d / stage))  # the runs directory can move
+        assert f"{stage}: identical to the finished" in out
+    assert "finetune-wordnet_wic: 0/1 seeds -> running" in out  # what the table4 row lacks is trained
+    assert (d / "finetune-wordnet_wic" / "results.json").is_file() and not (d / "finetune-wordnet_wic").is_symlink()
+    assert {q: q.stat().st_mtime_ns for q in (src / "pretrain" / "checkpoints").iterdir()} == before
+    ours = {r["row"]: r for r in T.collect(R.get("claim_ffn_vs_attention"), "smoke", runs)}["E=128 all-shared"]
+    theirs = {r["row"]: r for r in T.collect(R.get("table4"), "smoke", runs)}["E=128 all-shared"]
+    assert ours["done"] and ours["finetune"]["rt_sentiment"] == theirs["finetune"]["rt_sentiment"]
+    assert ours["intrinsic"] == theirs["intrinsic"]
+
+
 def test_submitit_local_executor_runs_a_row_as_a_job(tmp_path):
     pytest.importorskip("submitit")
     out = cli("sweep", "claim_shared_speed", "--scale", "smoke", "--runs", str(tmp_path), "--rows",

@@ -22,7 +22,7 @@ def _run(args) -> int:
     print(f"{exp.name} at scale {args.scale}: {len(plans)} rows ({done} already finished) in "
           f"{Path(args.runs) / exp.name / args.scale}", flush=True)
     if args.launcher == "local":
-        if not sweep.run_rows(plans):
+        if not sweep.run_rows(plans, reuse_stages=not args.no_reuse):
             return 3  # interrupted: the stage checkpointed; the same command continues
     else:
         resources = dict(sweep.SLURM_RESOURCES[args.scale])
@@ -33,7 +33,7 @@ def _run(args) -> int:
             resources["slurm_partition"] = args.partition
         exp_dir = Path(args.experiments_dir) if args.experiments_dir else registry.experiments_dir()
         results = sweep.submit(exp, args.scale, args.runs, groups, args.set, args.launcher, resources, exp_dir,
-                               wait=not args.no_wait)
+                               wait=not args.no_wait, reuse_stages=not args.no_reuse)
         if not args.no_wait and not all(r.get("finished") for r in results):
             return 3
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
@@ -57,6 +57,9 @@ def add_cli(subparsers) -> None:
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
                    "the same through submitit's local executor; print: one launch command per row")
     p.add_argument("--table", action="store_true", help="print the table (and write CSV and plots) at the end")
+    p.add_argument("--no-reuse", action="store_true",
+                   help="train every stage here even when a finished stage under --runs has identical settings "
+                   "(by default the sweep links to it)")
     p.add_argument("--no-wait", action="store_true", help="slurm: return once the jobs are submitted")
     p.add_argument("--partition", help="slurm partition")
     p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")

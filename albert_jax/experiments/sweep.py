@@ -7,6 +7,12 @@ command of every stage and its state). Each stage is one of our ordinary command
 moment resumes from its own checkpoint; a finished stage is recognised by what it left on disk (the final
 pretraining checkpoint; the fine-tuning results.json with every seed), never by a flag set before the work ended.
 
+A stage is its config, not its row: when a finished stage under the same RUNS has exactly the settings of one
+about to run (Table 3 and Table 4 share four rows; most claims are rows of the tables with more fine-tuning
+tasks), the sweep links to it instead of training it again (`--no-reuse` trains every stage itself). Each
+row.json records a fingerprint of every stage's resolved config for this; a link is a relative symlink, so a
+runs directory can be moved, and the finished source is never written to.
+
 Launchers: `local` runs the rows in this process, one after another; `slurm` (and `submitit-local`, the same
 code path on this machine) submits one job per chain of rows through submitit (a row warm-started from another
 runs in its source's job, after it); `print` prints one command per chain for any other scheduler.
@@ -14,6 +20,7 @@ runs in its source's job, after it); `print` prints one command per chain for an
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -65,6 +72,65 @@ class Stage:
         return f"{seeds}/{c.num_seeds} seeds"
 
 
+def _real_paths(value: Any) -> Any:
+    """Strings that name existing files or directories become their real paths: a fine-tuning stage whose init
+    is a row's `pretrain` link is the stage whose init is the linked run."""
+    if isinstance(value, dict):
+        return {k: _real_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_real_paths(v) for v in value]
+    if isinstance(value, str) and value and os.path.exists(value):
+        return os.path.realpath(value)
+    return value
+
+
+def fingerprint(stage: Stage) -> str:
+    """A hash of everything that makes the stage's result what it is: its resolved config, less the spelling of
+    the command (`arg`), the number of fine-tuning seeds (a source is used when it holds every seed this stage
+    asks for) and the settings that change only speed (remat, length bucketing: both exact)."""
+    from albert_jax.training.loop import jsonable
+
+    c = jsonable(stage.config())
+    for key in ("arg", "num_seeds"):
+        c.pop(key, None)
+    c.get("model", {}).pop("remat_policy", None)
+    c.get("data", {}).pop("buckets", None)
+    blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def find_identical(stage: Stage, runs: Path) -> Path | None:
+    """A finished stage elsewhere under `runs` (any experiment, scale or row) with this stage's fingerprint."""
+    mine, own = fingerprint(stage), os.path.realpath(stage.workdir)
+    for row_json in sorted(Path(runs).glob("*/*/*/row.json")):
+        try:
+            stages = json.loads(row_json.read_text(encoding="utf-8")).get("stages", [])
+        except (OSError, ValueError):
+            continue  # a row.json being replaced right now, or not ours: not a source
+        for s in stages:
+            src = row_json.parent / s.get("name", "")
+            if (s.get("fingerprint") == mine and s.get("name") == stage.name and src.is_dir()
+                    and os.path.realpath(src) != own and stage_done(stage.kind, src, stage.config())):
+                return Path(os.path.realpath(src))
+    return None
+
+
+def reuse(stage: Stage, runs: Path) -> Path | None:
+    """Link `stage.workdir` to an identical finished stage (see the module docstring); the source, or None when
+    there is none or this stage has begun work of its own (a started stage finishes itself)."""
+    w = stage.workdir
+    if w.is_symlink() or (w.exists() and (not w.is_dir() or any(w.iterdir()))):
+        return None
+    src = find_identical(stage, runs)
+    if src is None:
+        return None
+    if w.exists():
+        w.rmdir()
+    w.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(src, w.parent), w, target_is_directory=True)
+    return src
+
+
 def _latest_step(directory: Path) -> int | None:
     if not directory.is_dir():
         return None
@@ -110,7 +176,8 @@ class RowPlan:
     def describe(self) -> dict:
         return {"experiment": self.experiment, "scale": self.scale, "row": self.row.name,
                 "fields": self.row.fields, "paper": self.row.paper, "warm_start": self.row.warm_start,
-                "stages": [{"name": s.name, "workdir": str(s.workdir), "command": s.command()} for s in self.stages]}
+                "stages": [{"name": s.name, "workdir": str(s.workdir), "command": s.command(),
+                            "fingerprint": fingerprint(s)} for s in self.stages]}
 
 
 def row_directory(runs: Path, experiment: str, scale: str, row: R.Row) -> Path:
@@ -207,8 +274,10 @@ def run_stage(stage: Stage) -> bool:
     return stage.done()
 
 
-def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, offset: int = 0) -> bool:
-    """Run (or resume) the rows in order; True when every row finished. Shows progress per row and overall."""
+def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, offset: int = 0,
+             reuse_stages: bool = True) -> bool:
+    """Run (or resume) the rows in order; True when every row finished. Shows progress per row and overall.
+    With `reuse_stages`, a stage identical to a finished one under the same runs directory links to it."""
     total = total or len(plans)
     started = time.time()
     for i, p in enumerate(plans, start=offset + 1):
@@ -218,6 +287,11 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
               + ", ".join(f"{k} {v}" for k, v in status.items()), file=out, flush=True)
         for s in p.stages:
             if s.done():
+                continue
+            src = reuse(s, p.directory.parents[2]) if reuse_stages else None
+            if src is not None and s.done():
+                print(f"[{i}/{total}]   {s.name}: identical to the finished {src}: linked, not rerun", file=out,
+                      flush=True)
                 continue
             print(f"[{i}/{total}]   {s.name}: {s.progress()} -> running  ({s.command()})", file=out, flush=True)
             t0 = time.time()
@@ -235,7 +309,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
 
 
 def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
-                  experiments_dir: str) -> dict:
+                  experiments_dir: str, reuse_stages: bool = True) -> dict:
     """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
         from albert_jax import sharding
@@ -243,7 +317,7 @@ def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overr
         sharding.init_distributed()
     exp = R.get(experiment, experiments_dir)
     plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir))
-    ok = run_rows(plans)
+    ok = run_rows(plans, reuse_stages=reuse_stages)
     return {"rows": rows, "finished": ok}
 
 
@@ -259,7 +333,8 @@ def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPl
 
 
 def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
-           resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout) -> list[dict]:
+           resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout,
+           reuse_stages: bool = True) -> list[dict]:
     """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
     import submitit
 
@@ -276,7 +351,7 @@ def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], ove
     for g in groups:
         names = [p.row.name for p in g]
         job = executor.submit(run_chain_job, exp.name, scale, str(runs), names, list(overrides or ()),
-                              str(experiments_dir))
+                              str(experiments_dir), reuse_stages)
         print(f"submitted job {job.job_id}: {', '.join(names)}", file=out, flush=True)
         jobs.append((names, job))
     if not wait:
