@@ -241,3 +241,25 @@ def write(out_dir: str, suite: str, result: dict) -> None:
         json.dump(result, f, indent=1, allow_nan=True)
     with open(os.path.join(out_dir, f"{suite}.md"), "w", encoding="utf-8") as f:
         f.write(markdown(suite, result))
+
+
+def pretrain_step(c, vocab_size: int):
+    """The trainer's jitted LAMB pretraining step for config `c` on one data-parallel mesh of this process's
+    devices, and a fresh state: (train(state, batch, rng) -> (state, metrics), state, mesh)."""
+    import jax
+
+    from albert_jax import sharding as shd
+    from albert_jax.tasks.pretraining.run import model_config_from
+    from albert_jax.tasks.pretraining.task import PretrainingTask
+    from albert_jax.training import optim
+    from albert_jax.training import state as st
+    from albert_jax.training import step as ts
+
+    model_cfg = model_config_from(c, vocab_size)
+    task = PretrainingTask(c.data.task, c.data.max_seq_length, c.data.max_predictions_per_seq)
+    mesh = shd.make_mesh()
+    boxed = st.abstract_params(task, model_cfg)
+    tx = optim.make_optimizer("lamb", 1e-3, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
+    _, shardings = st.state_shardings(tx, mesh, boxed)
+    train, _ = ts.jit_steps(task, model_cfg, tx, mesh, shardings)
+    return train, st.init_state(task, model_cfg, tx, mesh, jax.random.PRNGKey(0), shardings), mesh

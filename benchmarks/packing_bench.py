@@ -57,11 +57,7 @@ def main():
     from albert_jax import sharding as shd
     from albert_jax.tasks.pretraining import input as pretrain_input
     from albert_jax.tasks.pretraining import packing
-    from albert_jax.tasks.pretraining.run import model_config_from
-    from albert_jax.tasks.pretraining.task import PretrainingTask
-    from albert_jax.training import optim
-    from albert_jax.training import state as st
-    from albert_jax.training import step as ts
+    from common import pretrain_step
 
     print(f"jax {jax.__version__}, {jax.device_count()} x {jax.devices()[0].device_kind}")
     # "ideal" is the gain if a packed step cost what an unpacked one does: the ratio of real tokens per row.
@@ -79,14 +75,7 @@ def main():
         rows = len(packed_data.packed_source(_source(data.train_shards)))
         S, B = d.max_seq_length, c.train.batch_size
 
-        model_cfg = model_config_from(c, data.vocab_size)
-        task = PretrainingTask(d.task, S, d.max_predictions_per_seq)
-        mesh = shd.make_mesh()
-        boxed = st.abstract_params(task, model_cfg)
-        tx = optim.make_optimizer("lamb", 1e-3, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-        _, shardings = st.state_shardings(tx, mesh, boxed)
-        train, _ = ts.jit_steps(task, model_cfg, tx, mesh, shardings)
-        state = st.init_state(task, model_cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
+        train, state, mesh = pretrain_step(c, data.vocab_size)
         rng = jax.random.PRNGKey(1)
         n = args.rounds * args.steps + 1
         feeds, host = {}, {}

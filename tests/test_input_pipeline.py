@@ -130,3 +130,71 @@ def test_random_transform_redraws_every_epoch_and_resumes_exactly():
     assert_same(take(resumed, 4), batches[2:])
     with pytest.raises(ValueError, match="exactly one of transform_fn and random_transform_fn"):
         ip.make_batch_iterator(source, to_arrays, 3, seed=0, random_transform_fn=_draw)
+
+
+# ---------------------------------------------------------------- batched reads (the default) against grain's own
+class CountingSource:
+    """A real ArrayRecord source that counts how it is read."""
+
+    def __init__(self, paths):
+        import grain
+        self.inner = grain.sources.ArrayRecordDataSource(paths)
+        self.single = self.batched = 0
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, k):
+        self.single += 1
+        return self.inner[k]
+
+    def __getitems__(self, keys):
+        self.batched += 1
+        return self.inner.__getitems__(keys)
+
+    def __repr__(self):
+        return f"CountingSource({self.inner!r})"
+
+
+def _array_record(tmp_path, n=200):
+    from array_record.python.array_record_module import ArrayRecordWriter
+
+    path = str(tmp_path / "recs.array_record")
+    w = ArrayRecordWriter(path, "group_size:1")
+    for i in range(n):
+        w.write(np.arange(i % 7 + 1, dtype=np.int32).tobytes() + np.int32(i).tobytes())
+    w.close()
+    return [path]
+
+
+def decode(b):
+    v = np.frombuffer(b, np.int32)
+    return {"idx": v[-1], "len": np.int32(len(v) - 1)}
+
+
+def decode_and_draw(b, rng):
+    return {**decode(b), "draw": rng.integers(1 << 30, size=2)}  # a dynamic-masking stand-in
+
+
+@pytest.mark.parametrize("random", [False, True], ids=["transform", "random_transform"])
+def test_batched_reads_are_grains_per_record_reads_batch_for_batch_and_state_for_state(tmp_path, random):
+    paths = _array_record(tmp_path)
+    kw = {"random_transform_fn": decode_and_draw} if random else {"transform_fn": decode}
+
+    def make(batched):
+        src = CountingSource(paths)
+        return src, ip.make_batch_iterator(src, global_batch_size=16, seed=7, batched_reads=batched, **kw)
+
+    (s1, one), (s2, many) = make(False), make(True)
+    a, b = take(one, 15), take(many, 15)  # past the first epoch (12 batches)
+    assert_same(a, b)
+    assert s1.batched == 0 and s1.single == 15 * 16
+    assert s2.single == 0 and s2.batched == 15  # one read a batch
+    assert one.get_state() == many.get_state()
+    # a state taken on either path continues on the other (runs checkpointed before batched reads resume)
+    state, expected = many.get_state(), take(many, 3)
+    _, other = make(False)
+    other.set_state(state)
+    assert_same(take(other, 3), expected)
+    if random:  # each record's draw is its own: not one generator shared by the batch
+        assert len({tuple(d) for d in a[0]["draw"]}) == 16

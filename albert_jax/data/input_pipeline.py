@@ -10,6 +10,12 @@ is reproducible, and the iterator state (a few bytes from grain) restores to exa
     batch = next(it)              # {"input_ids": jax.Array[256, 512], ...}
     state = it.get_state()        # bytes; store next to the model checkpoint
     it.set_state(state)           # the next batch is the one that followed when `state` was taken
+
+Records are read a batch at a time (`batched_reads`, on by default): grain samples record keys, batches them,
+and one `__getitems__` call on the source reads the whole batch (ArrayRecord reads 64 random records ~6x faster
+than 64 single reads on this machine: 0.07 vs 0.43 ms a record for a 100k-record file). Each record is then
+transformed with exactly the generator grain would have given it, so the batches, and the iterator state, are
+the same as grain reading one record at a time (`batched_reads=False`, kept as the reference; tested).
 """
 from __future__ import annotations
 
@@ -42,6 +48,55 @@ class _RandomTransform(grain.transforms.RandomMap):
 
     def random_map(self, element, rng: np.random.Generator):
         return self._fn(element, rng)
+
+
+class _KeySource:
+    """What grain samples from when reads are batched: record keys, not records. Its repr is the real source's,
+    as grain's DataLoader writes it into the iterator state (so states move between both read paths)."""
+
+    def __init__(self, source):
+        self._source = source
+        self._n = len(source)
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, key):
+        return int(key)
+
+    def __repr__(self):
+        s = self._source
+        return str(type(s)) if isinstance(s, (list, tuple, np.ndarray)) else repr(s)  # grain's _source_repr
+
+
+class _KeyWithRng(grain.transforms.RandomMap):
+    """Carries each record's own generator (grain's Philox keyed by seed + global index) past batching."""
+
+    def random_map(self, key, rng):
+        return key, rng
+
+
+class _ReadBatch(grain.transforms.Map):
+    """A batch of keys -> one batched read -> the user's transform per record -> stacked arrays."""
+
+    def __init__(self, source, fn, random: bool):
+        self._source, self._fn, self._random = source, fn, random
+
+    def map(self, items):
+        keys = [k for k, _ in items] if self._random else list(items)
+        records = read_many(self._source, keys)
+        if self._random:
+            rows = [self._fn(r, rng) for r, (_, rng) in zip(records, items)]
+        else:
+            rows = [self._fn(r) for r in records]
+        return jax.tree.map(lambda *xs: np.stack(xs), *rows)
+
+
+def read_many(source, keys: Sequence[int]) -> list:
+    """source[k] for every key, in one batched read where the source has one (`__getitems__`: grain's and
+    ArrayRecord's protocol; our packed-row source implements it too)."""
+    getitems = getattr(source, "__getitems__", None)
+    return list(getitems(list(keys))) if getitems is not None else [source[k] for k in keys]
 
 
 def _mark_absl_flags_parsed() -> None:
@@ -92,7 +147,8 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
                         sharding: jax.sharding.Sharding | None = None, worker_count: int = 0,
                         worker_buffer_size: int = 2, process_index: int | None = None,
                         process_count: int | None = None,
-                        local_fn: Callable[[dict], dict] | None = None) -> BatchIterator:
+                        local_fn: Callable[[dict], dict] | None = None, batched_reads: bool = True,
+                        read_threads: int = 0, prefetch_records: int = 0) -> BatchIterator:
     """Batches of `transform_fn(record)` over `source` (anything with __len__ and __getitem__).
 
     transform_fn maps one record to a dict of fixed-shape numpy arrays; batches stack them on a new leading
@@ -102,6 +158,12 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
     becomes a global jax.Array; without it the process-local numpy batch is returned.
     process_index/process_count default to JAX's and exist so tests can simulate several hosts. local_fn, if
     given, maps each process-local batch (a dict of numpy arrays) before it becomes global (length bucketing).
+
+    read_threads/prefetch_records are grain's ReadOptions for the per-record stage. grain's defaults (16 threads,
+    500 records ahead) are for slow remote storage; here they cost 1.6x the CPU time of reading in the
+    consumer's thread (the prefetcher also walks its 500-future buffer for every record it yields), so the
+    default is 0: no threads. The data work still overlaps the step, which JAX dispatches asynchronously;
+    `worker_count` processes give real parallelism.
     """
     pi = jax.process_index() if process_index is None else process_index
     pc = jax.process_count() if process_count is None else process_count
@@ -126,16 +188,24 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
         raise ValueError("make_batch_iterator needs exactly one of transform_fn and random_transform_fn")
     if global_batch_size <= 0:
         raise ValueError(f"the batch size {global_batch_size} (train.batch_size) must be a positive integer")
-    op = _Transform(transform_fn) if transform_fn is not None else _RandomTransform(random_transform_fn)
+    random = random_transform_fn is not None
+    batch = grain.transforms.Batch(local_batch, drop_remainder=True)
+    if batched_reads:
+        read = _ReadBatch(source, random_transform_fn if random else transform_fn, random)
+        operations = ([_KeyWithRng()] if random else []) + [
+            grain.transforms.Batch(local_batch, drop_remainder=True, batch_fn=list), read]
+        source = _KeySource(source)
+    else:
+        operations = [_RandomTransform(random_transform_fn) if random else _Transform(transform_fn), batch]
     if worker_count > 0:
         _mark_absl_flags_parsed()
     sampler = grain.samplers.IndexSampler(
         num_records=n, shard_options=grain.sharding.ShardOptions(pi, pc, drop_remainder=True),
         shuffle=shuffle, num_epochs=num_epochs, seed=seed)
     loader = grain.DataLoader(
-        data_source=source, sampler=sampler,
-        operations=[op, grain.transforms.Batch(local_batch, drop_remainder=True)],
-        worker_count=worker_count, worker_buffer_size=worker_buffer_size)
+        data_source=source, sampler=sampler, operations=operations,
+        worker_count=worker_count, worker_buffer_size=worker_buffer_size,
+        read_options=grain.ReadOptions(num_threads=read_threads, prefetch_buffer_size=prefetch_records))
     return BatchIterator(loader, global_batch_size, sharding, local_fn)
 
 

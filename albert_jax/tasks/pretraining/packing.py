@@ -144,6 +144,18 @@ class PackedSource:
     def __getitem__(self, i: int) -> list:
         return [self.source[int(j)] for j in self.order[self.starts[i]:self.starts[i + 1]]]
 
+    def __getitems__(self, rows) -> list[list]:
+        """Several rows with one batched read of all their records (input_pipeline.read_many)."""
+        from albert_jax.data.input_pipeline import read_many
+
+        members = [self.records_of(int(i)) for i in rows]
+        flat = read_many(self.source, [int(j) for m in members for j in m])
+        out, at = [], 0
+        for m in members:
+            out.append(flat[at:at + len(m)])
+            at += len(m)
+        return out
+
     def records_of(self, i: int) -> np.ndarray:
         return self.order[self.starts[i]:self.starts[i + 1]]
 
