@@ -32,7 +32,7 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 	touch $(TF_STAMP)
 
 test: install data $(TF_STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
