@@ -189,14 +189,14 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
     if global_batch_size <= 0:
         raise ValueError(f"the batch size {global_batch_size} (train.batch_size) must be a positive integer")
     random = random_transform_fn is not None
-    batch = grain.transforms.Batch(local_batch, drop_remainder=True)
-    if batched_reads:
-        read = _ReadBatch(source, random_transform_fn if random else transform_fn, random)
+    if batched_reads:  # keys (with their generators) batched as a list, then one read and the transform per row
         operations = ([_KeyWithRng()] if random else []) + [
-            grain.transforms.Batch(local_batch, drop_remainder=True, batch_fn=list), read]
+            grain.transforms.Batch(local_batch, drop_remainder=True, batch_fn=list),
+            _ReadBatch(source, random_transform_fn if random else transform_fn, random)]
         source = _KeySource(source)
     else:
-        operations = [_RandomTransform(random_transform_fn) if random else _Transform(transform_fn), batch]
+        operations = [_RandomTransform(random_transform_fn) if random else _Transform(transform_fn),
+                      grain.transforms.Batch(local_batch, drop_remainder=True)]
     if worker_count > 0:
         _mark_absl_flags_parsed()
     sampler = grain.samplers.IndexSampler(

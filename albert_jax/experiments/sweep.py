@@ -73,13 +73,14 @@ class Stage:
 
 
 def _real_paths(value: Any) -> Any:
-    """Strings that name existing files or directories become their real paths: a fine-tuning stage whose init
-    is a row's `pretrain` link is the stage whose init is the linked run."""
+    """Paths (strings with a separator) that exist become their real paths: a fine-tuning stage whose init is a
+    row's `pretrain` link is the stage whose init is the linked run. A bare name ("sop", "rt_sentiment") stays a
+    name even if the working directory holds a file of that name."""
     if isinstance(value, dict):
         return {k: _real_paths(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_real_paths(v) for v in value]
-    if isinstance(value, str) and value and os.path.exists(value):
+    if isinstance(value, str) and os.sep in value and os.path.exists(value):
         return os.path.realpath(value)
     return value
 
@@ -289,7 +290,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
             if s.done():
                 continue
             src = reuse(s, p.directory.parents[2]) if reuse_stages else None
-            if src is not None and s.done():
+            if src is not None:  # linked to a stage that find_identical found finished
                 print(f"[{i}/{total}]   {s.name}: identical to the finished {src}: linked, not rerun", file=out,
                       flush=True)
                 continue
