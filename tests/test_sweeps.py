@@ -113,6 +113,22 @@ def test_print_commands_one_line_per_chain_and_warm_starts_stay_with_their_sourc
     assert "paper: params=12M" in show
 
 
+def test_a_deeper_row_warm_starts_from_its_shallower_rows_final_checkpoint(tmp_path):
+    """Table 11 as the paper runs it: L=3 starts from L=1's last checkpoint (train.init_mode=deeper), in one
+    sweep; the stacking itself is tests/test_init_tricks.py's."""
+    out = cli("sweep", "table11", "--scale", "smoke", "--runs", str(tmp_path), "--rows", "L=1,L=3", *FAST,
+              "--log-level", "INFO")
+    rows = tmp_path / "table11" / "smoke"
+    src = rows / "l-1" / "pretrain"
+    last = max(int(q.name) for q in (src / "checkpoints").iterdir() if q.name.isdigit())
+    assert f"initialising from {src} step {last} (deeper)" in out.stderr
+    train = json.loads((rows / "l-3" / "pretrain" / "config.json").read_text())["experiment"]["train"]
+    assert (train["init_from"], train["init_mode"]) == (str(src), "deeper")
+    for row in ("l-1", "l-3"):
+        assert json.loads((rows / row / "row.json").read_text())["state"] == "done"
+    assert out.stderr.count("initialising from") == 1  # the 1-layer row starts from scratch
+
+
 def test_table_of_rows_not_run_shows_them_missing_never_zero(tmp_path):
     text, files = T.build(R.get("table5"), "cpu", tmp_path, plots=False)
     body = [line for line in text.splitlines() if line.startswith("| SOP")]
