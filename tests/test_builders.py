@@ -139,3 +139,32 @@ def test_user_corpus_bad_input(tmp_path, data_dir):
     with pytest.raises(ValueError, match=r"no documents in .*empty\.txt \(the files are empty"):
         only_empty.download_and_prepare()
     assert not (data_dir / "text_corpus" / "empty" / "1.0.0").exists()
+
+
+_CONCURRENT_BUILD = """
+import sys, time
+from pathlib import Path
+from albert_jax.data import builders
+data_dir, cache, me, other = sys.argv[1:]
+Path(me).touch()
+while not Path(other).exists():  # both processes are past their imports: they start preparing together
+    time.sleep(0.01)
+b = builders.build("albert_pretrain_zh", data_dir, cache, max_docs=120)
+print(sum(s.num_examples for s in b.info.splits.values()))
+"""
+
+
+def test_two_processes_preparing_one_dataset_at_once_both_get_it(cache, tmp_path):
+    # Two sweeps pinned one per core on a fresh machine both prepare the pretraining dataset first: without a
+    # lock the second one's rename into place failed (FileExistsError) and its whole row was lost.
+    import subprocess
+    import sys
+    data_dir = tmp_path / "tfds"
+    procs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_BUILD, str(data_dir), str(cache),
+                               str(tmp_path / f"ready{i}"), str(tmp_path / f"ready{1 - i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert [o.strip().splitlines()[-1] for o, _ in outs] == ["120", "120"]
+    assert [d.name for d in (data_dir / "albert_pretrain_zh" / "default_max120").iterdir()] == ["1.0.0"]

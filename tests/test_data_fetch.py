@@ -73,6 +73,29 @@ def test_fetch_is_idempotent_and_redoes_half_finished_work(tmp_path):
     assert fetch.sha256_file(dl) == _TINY["artifacts"][0]["sha256"]
 
 
+def test_a_fetch_waits_for_another_process_unpacking_the_same_source_then_reuses_it(tmp_path):
+    # Another process holds the source's lock while it unpacks (cache_lock.py): this fetch must wait rather than
+    # delete that half-unpacked tree, then find the source stamped and unpack nothing itself.
+    import threading
+    import time
+    from albert_jax.data import cache_lock
+    manifest = {"tiny": _TINY}
+    lines = []
+    with cache_lock.prepare_lock(tmp_path / "raw" / ".fetch-tiny.lock", "tiny", lambda _: None):
+        waiter = threading.Thread(target=fetch.fetch, args=(["tiny"], tmp_path),
+                                  kwargs=dict(manifest=manifest, log=lines.append))
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lines and lines[0].startswith("waiting for another process that is preparing data source tiny")
+        fetch._fetch_one("tiny", _TINY, tmp_path, lambda _: None)  # the other process's unpack
+        stamp = (tmp_path / "raw/tiny" / fetch.STAMP).stat().st_mtime_ns
+    waiter.join(timeout=60)
+    assert not waiter.is_alive() and len(lines) == 1  # no "fetching tiny": it reused what the other one made
+    assert (tmp_path / "raw/tiny" / fetch.STAMP).stat().st_mtime_ns == stamp
+
+
 def test_source_dir_without_fetch_says_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="albert-jax data fetch --only sotu"):
         fetch.source_dir("sotu", tmp_path, fetch_if_missing=False)

@@ -389,3 +389,45 @@ def test_eval_set_smaller_than_a_batch_is_measured_whole(tmp_path, tok):
     batches = list(data.eval_iterator("sop", n + 5, None))
     assert len(batches) == 1 and batches[0]["input_ids"].shape[0] == n + 5
     assert batches[0]["example_weight"].sum() == n and (batches[0]["example_index"] >= 0).sum() == n
+
+
+_CONCURRENT_PREPARE = """
+import hashlib, json, sys, time
+from pathlib import Path
+from albert_jax.experiments.loader import load_config
+from albert_jax.tasks.pretraining import input as pretrain_input
+me, other = sys.argv[1:]
+config = load_config("experiments/pretrain.py:scale=smoke")
+config.data.max_docs = 200
+Path(me).touch()
+while not Path(other).exists():  # both processes are past their imports: they start preparing together
+    time.sleep(0.01)
+data = pretrain_input.prepare(config)
+files = data.train_shards + [p for s in data.eval_shards.values() for p in s]
+print(json.dumps({"tokenizer": hashlib.sha256(data.tokenizer.model_proto).hexdigest(),
+                  "shards": [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in files]}))
+"""
+
+
+def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
+    # Two sweeps started together on a fresh machine prepare the same corpus: text, tokenizer and instances are
+    # written under temporary names, which the two would have shared (interleaved or vanished files).
+    import os
+    import subprocess
+    import sys
+    from albert_jax.data import fetch
+    raw = fetch.raw_dir("x").parent
+    fetch.fetch(log=lambda _: None)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "raw").symlink_to(raw)  # the fetched sources; everything built from them is made afresh here
+    env = {**os.environ, "ALBERT_JAX_CACHE": str(cache), "ALBERT_JAX_XLA_CACHE": "off"}
+    procs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_PREPARE, str(tmp_path / f"ready{i}"),
+                               str(tmp_path / f"ready{1 - i}")], env=env, cwd=Path(__file__).parents[1],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    first, second = (json.loads(o.strip().splitlines()[-1]) for o, _ in outs)
+    assert first == second and len(first["shards"]) >= 3
+    assert not list(cache.glob("pretrain/*/*.tmp*"))

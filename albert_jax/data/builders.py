@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from albert_jax.data import corpora, fetch, labeled
+from albert_jax.data import cache_lock, corpora, fetch, labeled
 
 _SPLITS = ("train", "validation", "test")
 
@@ -340,8 +340,13 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
         raise KeyError(f"unknown dataset {base!r}; ours: {', '.join(BUILDERS)}")
     if config:
         builder_kwargs.setdefault("corpus_name" if base == "text_corpus" else "config", config)
-    builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
-    builder.download_and_prepare()
+    root = Path(data_dir) if data_dir is not None else default_data_dir(cache_dir)
+    # The builder is made inside the lock too: made before another process finished preparing, it would not
+    # have read the prepared dataset's info.
+    with cache_lock.prepare_lock(root / f".prepare-{base}.lock", f"dataset {name}",
+                                 logging.getLogger(__name__).warning):
+        builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
+        builder.download_and_prepare()
     return builder
 
 

@@ -25,6 +25,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterable
 
+from albert_jax.data import cache_lock
+
 MANIFEST_PATH = Path(__file__).with_name("sources.json")
 STAMP = ".fetched.json"
 
@@ -240,8 +242,11 @@ def fetch(names: Iterable[str] | None = None, cache_dir: Path | str | None = Non
     result = {}
     for name in names:
         if force or not is_fetched(name, cache, manifest):
-            log(f"fetching {name}")
-            _fetch_one(name, manifest[name], cache, log)
+            # another process may be unpacking this very source (cache_lock.py); ask again once it is done
+            with cache_lock.prepare_lock(cache / "raw" / f".fetch-{name}.lock", f"data source {name}", log):
+                if force or not is_fetched(name, cache, manifest):
+                    log(f"fetching {name}")
+                    _fetch_one(name, manifest[name], cache, log)
         result[name] = raw_dir(name, cache)
     return result
 

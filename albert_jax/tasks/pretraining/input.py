@@ -2,6 +2,8 @@
 
 Every stage is cached under <cache>/pretrain/<corpus>/ keyed by what determines it, and each stage's output is
 written under a temporary name and renamed when complete, so an interrupted preparation is redone, never trusted.
+One process at a time prepares a corpus's stages (data/cache_lock.py): two sweeps started together on a fresh
+machine would otherwise write the same temporary files at once.
 Eval sets are built from the validation split twice, once with SOP and once with NSP pairs, so every model is
 measured on both (the paper's Table 5), whatever loss it trained with.
 """
@@ -19,10 +21,15 @@ import numpy as np
 from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
-from albert_jax.data import builders, fetch
+from albert_jax.data import builders, cache_lock, fetch
 from albert_jax.tasks.pretraining.task import BATCH_KEYS
 
 log = logging.getLogger("albert_jax.pretrain")
+
+
+def _preparing(root: Path):
+    """The lock under which one process at a time builds the cached stages of the corpus at `root`."""
+    return cache_lock.prepare_lock(root / ".prepare.lock", f"the pretraining data in {root}", log.warning)
 
 
 def _write_official_format(source, path: Path, corpus: str = "") -> int:
@@ -181,7 +188,11 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
     The validation split is the run's held-out text: pretraining evaluates on it, and the layer analysis
     (experiments/analysis.py) reads it."""
     root, tfds_name, source_kwargs = _corpus_source(d)
-    root.mkdir(parents=True, exist_ok=True)
+    with _preparing(root):
+        return _corpus_texts(d, splits, root, tfds_name, source_kwargs)
+
+
+def _corpus_texts(d, splits, root: Path, tfds_name: str, source_kwargs: dict) -> dict[str, Path]:
     texts = {}
     for split in splits:
         path = root / f"{split}.txt"
@@ -211,13 +222,15 @@ def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
     size and case; benchmarks use it too)."""
     if d.spm_model:
         return tokenization.Tokenizer.load(d.spm_model)
-    prefix = _corpus_source(d)[0] / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
-    if not Path(f"{prefix}.model").exists():
-        texts = texts or corpus_texts(d)
-        tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
-                                     lower=d.lower, seed=d.seed)
-        for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
-            os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
+    root = _corpus_source(d)[0]
+    prefix = root / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
+    with _preparing(root):
+        if not Path(f"{prefix}.model").exists():
+            texts = texts or corpus_texts(d)
+            tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
+                                         lower=d.lower, seed=d.seed)
+            for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
+                os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
     return tokenization.Tokenizer.load(f"{prefix}.model")
 
 
@@ -225,6 +238,11 @@ def prepare(config) -> PretrainData:
     d = config.data
     max_docs = d.max_docs or None
     root = _corpus_source(d)[0]
+    with _preparing(root):
+        return _prepare(config, d, max_docs, root)
+
+
+def _prepare(config, d, max_docs, root: Path) -> PretrainData:
     texts = corpus_texts(d)
     tokenizer = corpus_tokenizer(d, texts)
     base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
