@@ -96,6 +96,17 @@ def test_cpu_scale_keeps_the_ablated_field_and_the_small_family():
     assert [r.warm_start for r in t11] == ["", "L=1", "L=3", "L=6", "L=12", "L=24"]
 
 
+def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
+    # claim (a)'s rows all read sharing=all; what tells them apart is the layer -> parameter-set map
+    rows = {r.name: r.fields for r in R.get("claim_layers").rows_at("cpu")}
+    arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128,
+                "num_hidden_layers": f["model.num_hidden_layers"], "sharing": f["model.sharing"],
+                "sharing_map": f.get("model.sharing_map", "")} for r, f in rows.items()}
+    assert T.describe_arch(arch["share the shallow layers"]) == "E=128 H=128 L=4 sharing_map=0x2.1-2"
+    assert T.describe_arch(arch["share the deep layers"]) == "E=128 H=128 L=4 sharing_map=0-1.2x2"
+    assert T.describe_arch(arch["not-shared"]) == "E=128 H=128 L=4 none"
+
+
 def test_sweep_settings_must_name_their_stage():
     with pytest.raises(S.SweepError, match="names its stage"):
         S.split_overrides(["train.num_train_steps=3"])

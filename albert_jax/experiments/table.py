@@ -168,6 +168,12 @@ def cell(rec: dict, key: str) -> str:
     raise KeyError(key)
 
 
+def describe_arch(arch: dict) -> str:
+    """"E=128 H=128 L=4 all", or the layer -> parameter-set map where one is set (it overrides `sharing`)."""
+    shared = f"sharing_map={arch['sharing_map']}" if arch.get("sharing_map") else arch["sharing"]
+    return f"E={arch['embedding_size']} H={arch['hidden_size']} L={arch['num_hidden_layers']} {shared}"
+
+
 def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
     cols = columns(exp)
     lines = [f"### {exp.title} — scale {scale}", "", f"Reading under test: {exp.reading}", "",
@@ -182,9 +188,7 @@ def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
                      "reachable.")
     notes.append("Ours: intrinsic accuracies (%) from each row's final held-out evaluation; fine-tuning: dev "
                  "median [min–max] over seeds (%). Architecture at this scale: " +
-                 "; ".join(f"{r['row']}: E={r['arch']['embedding_size']} H={r['arch']['hidden_size']} "
-                           f"L={r['arch']['num_hidden_layers']} {r['arch']['sharing']}" for r in records
-                           if r["arch"]) + ".")
+                 "; ".join(f"{r['row']}: {describe_arch(r['arch'])}" for r in records if r["arch"]) + ".")
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
     return "\n".join(lines + [""] + notes) + "\n"
