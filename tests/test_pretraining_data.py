@@ -416,11 +416,11 @@ def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
     import subprocess
     import sys
     from albert_jax.data import fetch
-    raw = fetch.raw_dir("x").parent
     fetch.fetch(log=lambda _: None)
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "raw").symlink_to(raw)  # the fetched sources; everything built from them is made afresh here
+    # the fetched sources; everything built from them is made afresh here
+    (cache / "raw").symlink_to(fetch.default_cache_dir() / "raw")
     env = {**os.environ, "ALBERT_JAX_CACHE": str(cache), "ALBERT_JAX_XLA_CACHE": "off"}
     procs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_PREPARE, str(tmp_path / f"ready{i}"),
                                str(tmp_path / f"ready{1 - i}")], env=env, cwd=Path(__file__).parents[1],

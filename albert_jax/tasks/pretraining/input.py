@@ -61,8 +61,9 @@ def _digest(obj) -> str:
 
 
 def _instances(text: Path, tokenizer, out_dir: Path, cfg: ptd.PretrainingConfig, seed: int) -> list[str]:
-    if not (out_dir / "pretraining_data.json").exists():
-        ptd.create_pretraining_data([text], tokenizer, out_dir, cfg, seed=seed, workers=1)
+    with _preparing(out_dir.parent):
+        if not (out_dir / "pretraining_data.json").exists():
+            ptd.create_pretraining_data([text], tokenizer, out_dir, cfg, seed=seed, workers=1)
     return ptd.shard_paths(out_dir)
 
 
@@ -189,32 +190,28 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
     (experiments/analysis.py) reads it."""
     root, tfds_name, source_kwargs = _corpus_source(d)
     with _preparing(root):
-        return _corpus_texts(d, splits, root, tfds_name, source_kwargs)
-
-
-def _corpus_texts(d, splits, root: Path, tfds_name: str, source_kwargs: dict) -> dict[str, Path]:
-    texts = {}
-    for split in splits:
-        path = root / f"{split}.txt"
-        if not path.exists():
-            try:
-                source = builders.load_source(tfds_name, split, cache_dir=fetch.default_cache_dir(),
-                                              **source_kwargs)
-            except ValueError as e:
-                if "Unknown split" not in str(e):
-                    raise ValueError(f"data.corpus={d.corpus!r}: {e}") from None
-                if not d.corpus.startswith("text_corpus"):
-                    raise ValueError(f"data.corpus={d.corpus!r} has no {split!r} split") from None
-                # Documents go to a split by a hash of their id: a small corpus can leave one split empty.
-                fix = ("lower data.held_out_fraction (or add documents)" if split == "train" else
-                       "add documents or raise data.held_out_fraction (0.1 suits a small corpus)")
-                raise ValueError(f"data.corpus={d.corpus!r} has no documents in its {split!r} split "
-                                 f"(data.held_out_fraction={d.held_out_fraction!r} of the documents, chosen by a "
-                                 f"hash of their id, go to validation and as many to test); {fix}") from None
-            if _write_official_format(source, path, d.corpus) == 0:
-                raise ValueError(f"data.corpus={d.corpus!r}: its {split!r} split holds no text")
-        texts[split] = path
-    return texts
+        texts = {}
+        for split in splits:
+            path = root / f"{split}.txt"
+            if not path.exists():
+                try:
+                    source = builders.load_source(tfds_name, split, cache_dir=fetch.default_cache_dir(),
+                                                  **source_kwargs)
+                except ValueError as e:
+                    if "Unknown split" not in str(e):
+                        raise ValueError(f"data.corpus={d.corpus!r}: {e}") from None
+                    if not d.corpus.startswith("text_corpus"):
+                        raise ValueError(f"data.corpus={d.corpus!r} has no {split!r} split") from None
+                    # Documents go to a split by a hash of their id: a small corpus can leave one split empty.
+                    fix = ("lower data.held_out_fraction (or add documents)" if split == "train" else
+                           "add documents or raise data.held_out_fraction (0.1 suits a small corpus)")
+                    raise ValueError(f"data.corpus={d.corpus!r} has no documents in its {split!r} split "
+                                     f"(data.held_out_fraction={d.held_out_fraction!r} of the documents, chosen by a "
+                                     f"hash of their id, go to validation and as many to test); {fix}") from None
+                if _write_official_format(source, path, d.corpus) == 0:
+                    raise ValueError(f"data.corpus={d.corpus!r}: its {split!r} split holds no text")
+            texts[split] = path
+        return texts
 
 
 def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
@@ -238,11 +235,6 @@ def prepare(config) -> PretrainData:
     d = config.data
     max_docs = d.max_docs or None
     root = _corpus_source(d)[0]
-    with _preparing(root):
-        return _prepare(config, d, max_docs, root)
-
-
-def _prepare(config, d, max_docs, root: Path) -> PretrainData:
     texts = corpus_texts(d)
     tokenizer = corpus_tokenizer(d, texts)
     base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
@@ -268,4 +260,3 @@ def _prepare(config, d, max_docs, root: Path) -> PretrainData:
                        max_predictions=opt["packing_max_predictions"] or d.max_predictions_per_seq, seed=d.seed)
         summary["packing"] = packing
     return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing)
-
