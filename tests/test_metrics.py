@@ -5,6 +5,8 @@ import io
 import math
 import os
 import struct
+import subprocess
+import sys
 import termios
 import time
 
@@ -68,6 +70,18 @@ def test_jsonl_and_tensorboard_round_trip(tmp_path):
         writer.write(3, {"loss": float("nan")})
     records = metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
     assert [r["step"] for r in records] == [1, 2, 3] and math.isnan(records[2]["loss"])
+
+
+def test_a_run_logging_to_tensorboard_does_not_import_torch(tmp_path):
+    """tensorboardX imports torch whenever it is installed (~4 s per run); our writer logs floats without it, and
+    torch still imports normally afterwards (export, the parity tests)."""
+    code = ("import sys\nfrom albert_jax.training.metrics import MetricWriter\n"
+            f"w = MetricWriter({str(tmp_path)!r}, enabled=True)\nw.write(1, {{'loss': 2.5}})\nw.close()\n"
+            "print('torch' in sys.modules)\nimport torch\nprint(torch.ones(1).item())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["False", "1.0"]
+    assert _tb_scalars(str(tmp_path)) == {"loss": [(1, 2.5)]}
 
 
 def test_writer_rejects_bad_values(tmp_path):

@@ -102,6 +102,21 @@ def _scalar(key: str, value: Any) -> int | float | bool:
     return arr.item()
 
 
+def _summary_writer():
+    """tensorboardX's SummaryWriter, imported without torch. tensorboardX imports torch whenever it is installed
+    (it is, for the HF parity tests and export) only to accept torch tensors; we log floats, and the import cost
+    ~4 s on every run. Where torch is already loaded this changes nothing."""
+    hidden = "torch" not in sys.modules
+    if hidden:
+        sys.modules["torch"] = None  # `import torch` raises ImportError: tensorboardX takes its numpy-only path
+    try:
+        from tensorboardX import SummaryWriter
+    finally:
+        if hidden and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return SummaryWriter
+
+
 class MetricWriter:
     """One JSON object per line (`{"step": s, ...}`) in workdir/metrics.jsonl plus TensorBoard scalars in workdir/tb.
 
@@ -126,9 +141,7 @@ class MetricWriter:
         # Line-buffered: a record is on disk once written, so a killed run loses no logged step.
         self._file = open(self.path, "a", encoding="utf-8", buffering=1)
         if tensorboard:
-            from tensorboardX import SummaryWriter
-
-            self._tb = SummaryWriter(logdir=os.path.join(os.fspath(workdir), "tb"), flush_secs=30)
+            self._tb = _summary_writer()(logdir=os.path.join(os.fspath(workdir), "tb"), flush_secs=30)
 
     def write(self, step: int, metrics: Mapping[str, Any]) -> None:
         if not self.enabled:
