@@ -16,10 +16,7 @@ from albert_jax.experiments import registry as R
 from albert_jax.experiments import sweep as S
 from albert_jax.experiments import table as T
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Fine-tuning in seconds: the smoke scale's 12 steps and 256 examples are more than a plumbing test needs.
-FAST = ["--set", "finetune.train.num_train_steps=2", "--set", "finetune.train.eval_every=2",
-        "--set", "finetune.train.checkpoint_every=2", "--set", "finetune.data.limit=32"]
+from smoke_sweeps import ABLATIONS, FAST, ROOT, SIZES
 
 
 def _env():
@@ -40,6 +37,10 @@ def test_registry_holds_every_experiment_of_the_issue():
     names = set(R.load_registry())
     assert {"table1", "table2", "table3", "table4", "table5", "table11", "table12", "groups"} <= names
     assert {"claim_layers", "claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs", "claim_shared_speed"} <= names
+
+
+def test_every_registered_experiment_has_a_smoke_sweep_in_the_tests():
+    assert sorted(ABLATIONS + SIZES) == sorted(R.load_registry())  # a new experiment joins one of the two files
 
 
 def test_registry_refuses_two_experiments_with_one_name(tmp_path):

@@ -159,11 +159,14 @@ def embedding_at(scale: str, paper_e: int, paper_h: int = 768) -> int:
 
 
 def sized(scale: str, hidden: int, layers: int, embedding: int, sharing: str, heads: int) -> dict[str, Any]:
-    """A Table 1-style model (width, depth, E, sharing) at a scale: H/8 and E/8 on cpu and smoke (depth kept)."""
+    """A Table 1-style model (width, depth, E, sharing) at a scale: H/8, heads A/4 and E/8 on cpu (depth kept).
+    smoke divides widths by 32 and heads by 8 instead (head size 12-16, as on cpu): its rows check the plumbing in
+    seconds, and the widest rows (xxlarge, Table 12's H=6144) would otherwise spend most of the tests' time."""
     if scale == "paper":
         h, e, a = hidden, embedding, heads
     else:
-        h, a = hidden // 8, max(2, heads // 4)
+        width, head = (8, 4) if scale == "cpu" else (32, 8)
+        h, a = hidden // width, max(2, heads // head)
         e = h if embedding == hidden else max(8, embedding // 8)
     return {"model.hidden_size": h, "model.num_hidden_layers": layers, "model.embedding_size": e,
             "model.num_attention_heads": a, "model.intermediate_size": 4 * h, "model.sharing": sharing}

@@ -1,0 +1,66 @@
+"""Every registered experiment at its smoke scale, end to end (tests/test_smoke_sweeps_*.py): `albert-jax sweep
+NAME --scale smoke --table` runs every row (pretraining with its final held-out MLM/SOP/NSP evaluation, fine-tuning
+on the experiment's tasks), and the table, CSV and plots come from those runs.
+
+The experiments are split in two files that run in parallel under `make test` (pytest-xdist, one file per worker).
+Each file keeps one runs directory, as a user would: a row identical to a finished row of another experiment links
+to it instead of training again (Table 3 and Table 4 share rows, most claims reuse the tables'), so an experiment
+sits in the file of the rows it reuses, after them. Run alone (`-k claim_e128`), an experiment trains its rows
+itself. The sweeps' kill/resume, link and launcher paths are tests/test_sweeps.py's; these files check that no
+experiment's definition is broken anywhere between its rows and its table.
+
+The sweeps compile with LLVM's optimisation level 0 (`--xla_backend_optimization_level=0`): the same programs,
+about a third less compile time, which is most of a smoke row's time; nothing here measures speed.
+"""
+import csv
+import os
+import subprocess
+import sys
+
+from albert_jax.experiments import registry as R
+from albert_jax.experiments import table as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Fine-tuning in seconds: the smoke scale's 12 steps and 256 examples are more than a plumbing test needs.
+FAST = ["--set", "finetune.train.num_train_steps=2", "--set", "finetune.train.eval_every=2",
+        "--set", "finetune.train.checkpoint_every=2", "--set", "finetune.data.limit=32"]
+# The two files' experiments, each in the order a user would run them (a reused row's source first).
+ABLATIONS = ("table3", "table4", "table5", "claim_e128", "claim_ffn_vs_attention", "claim_layers",
+             "claim_nsp_pairs", "claim_shared_speed")
+SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3")
+
+
+def run_and_check(name: str, runs) -> None:
+    exp = R.get(name)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    env["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
+    args = ["sweep", name, "--scale", "smoke", "--runs", str(runs), *FAST, "--table"]
+    p = subprocess.run([sys.executable, "-m", "albert_jax.main", *args], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=1800)
+    assert p.returncode == 0, f"albert-jax {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n" \
+                              f"{p.stderr[-3000:]}"
+    rows = [r.name for r in exp.rows_at("smoke")]
+    records = T.collect(exp, "smoke", runs)
+    assert [r["row"] for r in records] == rows
+    for r in records:
+        assert r["done"], (name, r["row"])
+        assert r["params_run"] > 0 and r["arch"]["hidden_size"] > 0, (name, r["row"])
+        # The final evaluation measures every intrinsic metric whatever loss the row trained with (Table 5).
+        for key in ("eval/mlm_accuracy", "eval/sop_accuracy", "eval/nsp_accuracy"):
+            assert 0.0 <= r["intrinsic"][key] <= 1.0, (name, r["row"], key)
+        assert r["curve"] and r["curve"][-1][0] > 0, (name, r["row"])  # the training curve the plot draws
+        for task in exp.finetune:
+            result = r["finetune"][task]
+            assert result["n"] == 1 and 0.0 <= result["median"] <= 1.0, (name, r["row"], task)
+        if "step_time" in exp.columns:
+            assert r["step_time"] > 0, (name, r["row"])
+    table = p.stdout[p.stdout.index("### "):]
+    lines = {line.split(" | ")[0][2:]: line for line in table.splitlines() if line.startswith("| ")}
+    for row in rows:
+        assert T.NOT_RUN not in lines[row], (name, row, lines[row])
+    assert f"{len(rows)}/{len(rows)} rows finished." in table
+    directory = runs / name / "smoke"
+    with open(directory / "table.csv", newline="", encoding="utf-8") as f:
+        assert [line[0] for line in csv.reader(f)][1:] == rows
+    for plot in ("curves.png", "bars.png"):
+        assert (directory / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", (name, plot)
