@@ -31,8 +31,12 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 	$(PY) -m pip install -q -r requirements-tf.txt -c requirements.lock
 	touch $(TF_STAMP)
 
+# Two pytest workers by default (pytest-xdist), each taking a whole test file at a time so a file's module fixtures
+# are built once: much of a test's time is XLA compiling on one core, so on 2 cores two files at once take about
+# half as long as one after the other (docs/benchmarks.md, "Test suite"). TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
 test: install data $(TF_STAMP)
-	$(PY) -m pytest tests --durations=25
+	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
