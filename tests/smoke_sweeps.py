@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from albert_jax.experiments import registry as R
 from albert_jax.experiments import table as T
 
@@ -64,3 +66,16 @@ def run_and_check(name: str, runs) -> None:
         assert [line[0] for line in csv.reader(f)][1:] == rows
     for plot in ("curves.png", "bars.png"):
         assert (directory / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", (name, plot)
+
+
+def sweep_tests(names: tuple[str, ...]):
+    """A test file's runs-directory fixture (one per file) and its test, one case per experiment, in order."""
+    @pytest.fixture(scope="module")
+    def runs(tmp_path_factory):
+        return tmp_path_factory.mktemp("runs")
+
+    @pytest.mark.parametrize("name", names)
+    def test_the_experiment_runs_end_to_end_at_the_smoke_scale(name, runs):
+        run_and_check(name, runs)
+
+    return runs, test_the_experiment_runs_end_to_end_at_the_smoke_scale
