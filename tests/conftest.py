@@ -30,3 +30,13 @@ def tiny_pretrained(tmp_path_factory):
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return wd
+
+
+# The longest files first (about 8, 6 and 3 minutes): `make test`'s two xdist workers take a file each at a time
+# in collection order, and a long file started last runs alone at the end while the other worker idles.
+LONGEST_FIRST = ("test_smoke_sweeps_sizes.py", "test_smoke_sweeps_ablations.py", "test_benchmarks.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
