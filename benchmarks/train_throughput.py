@@ -44,15 +44,20 @@ def peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # CPU: process peak RSS
 
 
-def bench_ours(cfg, args):
+def ours_step(cfg, batch: int, seq: int, preds: int):
+    """Our jitted pretraining step (SOP, LAMB) with its initial state, one batch and an rng: (train, state, b, rng)."""
     mesh = shd.make_mesh()
     boxed = st.abstract_params(PretrainingTask(), cfg)
     tx = optim.make_optimizer("lamb", 1e-4, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     _, shardings = st.state_shardings(tx, mesh, st.abstract_params(PretrainingTask(), cfg))
     state = st.init_state(PretrainingTask(), cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
     train, _ = ts.jit_steps(PretrainingTask("sop"), cfg, tx, mesh, shardings)
-    b = shd.shard_batch(batch_for(cfg, args.batch, args.seq, args.preds), mesh)
-    rng = jax.random.PRNGKey(1)
+    b = shd.shard_batch(batch_for(cfg, batch, seq, preds), mesh)
+    return train, state, b, jax.random.PRNGKey(1)
+
+
+def bench_ours(cfg, args):
+    train, state, b, rng = ours_step(cfg, args.batch, args.seq, args.preds)
     t0 = time.perf_counter()
     state, m = train(state, b, rng)
     jax.block_until_ready(m)
