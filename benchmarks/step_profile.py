@@ -1,15 +1,17 @@
 """Where a pretraining step's time goes, op by op: a jax.profiler trace of our train step, grouped by kind of op.
 
-  python benchmarks/step_profile.py --model smoke4 --batch 8 --seq 128 [--steps 5] [--keep DIR]
+  python benchmarks/step_profile.py --model smoke4 --batch 8 --seq 128 [--steps 5] [--variants scan,unrolled]
+      [--keep DIR]
 
-For the scanned and the unrolled encoder: times `--steps` steps of each, interleaved (medians), then traces
-`--steps` steps of each, of the same jitted step the train suite times (train_throughput.ours_step: SOP, LAMB),
-and sums the duration of every XLA:CPU thunk in the trace by kind: matmuls (XLA's dots and the YNNPACK fusions,
-which also take the elementwise ops fused into them), the scan's stacking of per-layer values (dynamic-update-slice
-into, and dynamic-slice out of, the [L, ...] buffers the backward pass reads), copies and transposes, buffer
-initialisation (broadcasts), and the remaining elementwise fusions. Prints the step's wall time, the summed op
-time, their ratio (how many ops ran at once on average: a kernel that runs on several threads counts once), the
-process's CPU time over the wall time (how many cores were busy) and the share of each kind.
+For each variant (default: the scanned and the unrolled encoder; `--variants scan,scan:dots,unrolled` adds remat
+policies): times `--steps` steps of each, interleaved (medians), then traces `--steps` steps of each, of the same
+jitted step the train suite times (train_throughput.ours_step: SOP, LAMB), and sums the duration of every XLA:CPU
+thunk in the trace by kind: matmuls (XLA's dots and the YNNPACK fusions, which also take the elementwise ops fused
+into them), the scan's stacking of per-layer values (dynamic-update-slice into, and dynamic-slice out of, the
+[L, ...] buffers the backward pass reads), copies and transposes, buffer initialisation (broadcasts), and the
+remaining elementwise fusions. Prints the step's wall time, the summed op time, their ratio (how many ops ran at
+once on average: a kernel that runs on several threads counts once), the process's CPU time over the wall time
+(how many cores were busy) and the share of each kind.
 The trace itself is jax's own (`create_perfetto_trace`); --keep leaves it for a trace viewer.
 """
 from __future__ import annotations
@@ -126,26 +128,38 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--keep", default="", help="leave the traces in DIR/scan and DIR/unrolled")
+    p.add_argument("--variants", default="scan,unrolled",
+                   help="comma list of scan|unrolled, each with an optional :REMAT policy (none, dots, "
+                        "dots_no_batch, full), e.g. scan,scan:dots,unrolled")
+    p.add_argument("--keep", default="", help="leave each variant's trace in DIR/<variant>")
     p.add_argument("--json", default="", help="also write the numbers to this file")
     a = p.parse_args(argv)
     import jax
-    prepared = {("scan" if scan else "unrolled"): prepare(models.model_config(
-        a.model, scan_layers=scan, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        max_position_embeddings=max(512, a.seq)), a.batch, a.seq) for scan in (True, False)}
-    # Wall time with the two steps interleaved, so that this VM's drift over minutes hits both alike.
+    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
+    prepared = {}
+    for v in variants:
+        loop, _, remat = v.partition(":")
+        if loop not in ("scan", "unrolled"):
+            p.error(f"--variants: {v!r} is not scan or unrolled (with an optional :REMAT)")
+        prepared[v] = prepare(models.model_config(
+            a.model, scan_layers=loop == "scan", remat_policy=remat or "none", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, max_position_embeddings=max(512, a.seq)), a.batch, a.seq)
+    # Wall time with the steps interleaved, so that this VM's drift over minutes hits every variant alike.
     times = {name: [] for name in prepared}
     for _ in range(a.steps):
-        for name, p in prepared.items():
-            times[name].append(one_step(p))
+        for name, prep in prepared.items():
+            times[name].append(one_step(prep))
     rows = {name: {"step_s": statistics.median(times[name]),
-                   **profile(p, a.steps, os.path.join(a.keep, name) if a.keep else "")}
-            for name, p in prepared.items()}
-    rows["unrolled"]["scan_over_unrolled_step"] = rows["scan"]["step_s"] / rows["unrolled"]["step_s"]
+                   **profile(prep, a.steps, os.path.join(a.keep, name.replace(":", "-")) if a.keep else "")}
+            for name, prep in prepared.items()}
+    first = variants[0]
+    for r in rows.values():
+        r[f"step_over_{first}"] = r["step_s"] / rows[first]["step_s"]
     print(f"{a.model} pretraining step, batch {a.batch}, seq {a.seq}, {a.steps} traced steps, "
           f"{jax.device_count()}x {jax.devices()[0].device_kind}, jax {jax.__version__}, {os.cpu_count()} cores\n")
     print(table(rows))
-    print(f"\nscan step / unrolled step (interleaved medians): {rows['unrolled']['scan_over_unrolled_step']:.2f}")
+    print(f"\nstep time / {first}'s (interleaved medians): "
+          + ", ".join(f"{name} {r[f'step_over_{first}']:.2f}" for name, r in rows.items()))
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -42,5 +42,5 @@ def test_profile_of_a_tiny_model_accounts_for_its_steps(tmp_path):
     # The scanned encoder writes each layer's saved values into stacked buffers; the unrolled one has none.
     assert rows["scan"]["kinds"].get("scan stacking", 0) > 0
     assert rows["unrolled"]["kinds"].get("scan stacking", 0) == 0
-    assert rows["unrolled"]["scan_over_unrolled_step"] > 0
+    assert rows["scan"]["step_over_scan"] == 1 and rows["unrolled"]["step_over_scan"] > 0
     assert "| scan stacking (ms, share) |" in p.stdout and "| cores busy (process CPU time / wall) |" in p.stdout
