@@ -68,36 +68,34 @@ def op_times(trace_dir: str) -> tuple[dict[str, float], int]:
     return dict(out), n
 
 
-def prepare(cfg, batch: int, seq: int):
-    """The compiled step with a warm state: [train, state, batch, rng]."""
-    import jax
+class Prepared:
+    """One variant's compiled step with a warm state; `step()` runs and times one more step."""
 
-    import train_throughput as tt
-    train, state, b, rng = tt.ours_step(cfg, batch, seq, max(1, round(0.15 * seq)))
-    for _ in range(2):  # compile, then one warm step
-        state, m = train(state, b, rng)
+    def __init__(self, cfg, batch: int, seq: int):
+        import train_throughput as tt
+        self.train, self.state, self.batch, self.rng = tt.ours_step(cfg, batch, seq, max(1, round(0.15 * seq)))
+        for _ in range(2):  # compile, then one warm step
+            self.step()
+
+    def step(self) -> float:
+        import jax
+        t0 = time.perf_counter()
+        self.state, m = self.train(self.state, self.batch, self.rng)
         jax.block_until_ready(m)
-    return [train, state, b, rng]
+        return time.perf_counter() - t0
 
 
-def one_step(p) -> float:
+def profile(prep: Prepared, steps: int, keep: str = "") -> dict:
+    """Trace `steps` steps of one prepared step and sum its ops by kind (per step); --keep leaves the trace."""
     import jax
-    t0 = time.perf_counter()
-    p[1], m = p[0](p[1], p[2], p[3])
-    jax.block_until_ready(m)
-    return time.perf_counter() - t0
-
-
-def profile(p, steps: int, keep: str = "") -> dict:
-    """Trace `steps` steps of one prepared step and sum its ops by kind (per step)."""
-    import jax
-    trace_dir = keep or tempfile.mkdtemp(prefix="step_profile_")
-    with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            one_step(p)
-        wall, cpu = (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
-    kinds, n = op_times(trace_dir)
+    with tempfile.TemporaryDirectory(prefix="step_profile_") as scratch:
+        trace_dir = keep or scratch
+        with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(steps):
+                prep.step()
+            wall, cpu = (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
+        kinds, n = op_times(trace_dir)
     kinds = {k: v / steps for k, v in kinds.items()}
     total = sum(kinds.values())
     return {"traced_step_s": wall, "op_s": total, "ops_in_flight": total / wall, "busy_cores": cpu / wall,
@@ -141,14 +139,14 @@ def main(argv=None):
         loop, _, remat = v.partition(":")
         if loop not in ("scan", "unrolled"):
             p.error(f"--variants: {v!r} is not scan or unrolled (with an optional :REMAT)")
-        prepared[v] = prepare(models.model_config(
+        prepared[v] = Prepared(models.model_config(
             a.model, scan_layers=loop == "scan", remat_policy=remat or "none", hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0, max_position_embeddings=max(512, a.seq)), a.batch, a.seq)
     # Wall time with the steps interleaved, so that this VM's drift over minutes hits every variant alike.
     times = {name: [] for name in prepared}
     for _ in range(a.steps):
         for name, prep in prepared.items():
-            times[name].append(one_step(prep))
+            times[name].append(prep.step())
     rows = {name: {"step_s": statistics.median(times[name]),
                    **profile(prep, a.steps, os.path.join(a.keep, name.replace(":", "-")) if a.keep else "")}
             for name, prep in prepared.items()}

@@ -49,7 +49,7 @@ def ours_step(cfg, batch: int, seq: int, preds: int):
     mesh = shd.make_mesh()
     boxed = st.abstract_params(PretrainingTask(), cfg)
     tx = optim.make_optimizer("lamb", 1e-4, 1000, 10, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    _, shardings = st.state_shardings(tx, mesh, st.abstract_params(PretrainingTask(), cfg))
+    _, shardings = st.state_shardings(tx, mesh, boxed)
     state = st.init_state(PretrainingTask(), cfg, tx, mesh, jax.random.PRNGKey(0), shardings)
     train, _ = ts.jit_steps(PretrainingTask("sop"), cfg, tx, mesh, shardings)
     b = shd.shard_batch(batch_for(cfg, batch, seq, preds), mesh)
