@@ -73,20 +73,25 @@ def dropout(x, rate: float, rng, deterministic: bool):
 
 
 def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
-    """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V))."""
-    q_BLND = project("blh,hnd->blnd", x_BLH, p["query"]["kernel"], dtype)
-    k_BLND = project("blh,hnd->blnd", x_BLH, p["key"]["kernel"], dtype)
-    v_BLND = project("blh,hnd->blnd", x_BLH, p["value"]["kernel"], dtype)
-    q_BLND = q_BLND + p["query"]["bias"].astype(dtype)
-    k_BLND = k_BLND + p["key"]["bias"].astype(dtype)
-    v_BLND = v_BLND + p["value"]["bias"].astype(dtype)
-    scores_BNLL = jnp.einsum("bqnd,bknd->bnqk", q_BLND, k_BLND) / math.sqrt(q_BLND.shape[-1])
+    """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V)).
+
+    The scores and context are computed with the heads ahead of the positions ([B, N, L, D]): batched dots
+    whose batch axes lead and whose result needs no transpose. Written on [B, L, N, D] operands (as before),
+    XLA:CPU computes the context transposed inside one slow fusion with the softmax; this layout is the same
+    arithmetic (identical outputs at albert-base's shape, equal to float rounding at others: tests/
+    test_attention_layout.py) in about half the attention's time (benchmarks/attention_layout.py)."""
+    def heads_first(name):
+        y_BLND = project("blh,hnd->blnd", x_BLH, p[name]["kernel"], dtype) + p[name]["bias"].astype(dtype)
+        return jnp.swapaxes(y_BLND, 1, 2)
+
+    q_BNLD, k_BNLD, v_BNLD = heads_first("query"), heads_first("key"), heads_first("value")
+    scores_BNLL = jnp.einsum("bnqd,bnkd->bnqk", q_BNLD, k_BNLD) / math.sqrt(q_BNLD.shape[-1])
     # Softmax in float32: bf16 logits saturate the exponent for long sequences.
     scores_BNLL = scores_BNLL.astype(jnp.float32) + mask_bias_B11L
     probs_BNLL = jax.nn.softmax(scores_BNLL, axis=-1)
     probs_BNLL = dropout(probs_BNLL, config.attention_probs_dropout_prob, rngs[0], deterministic)
-    ctx_BLND = jnp.einsum("bnqk,bknd->bqnd", probs_BNLL.astype(dtype), v_BLND)
-    out_BLH = project("blnd,ndh->blh", ctx_BLND, p["output"]["kernel"], dtype)
+    ctx_BNLD = jnp.einsum("bnqk,bnkd->bnqd", probs_BNLL.astype(dtype), v_BNLD)
+    out_BLH = project("blnd,ndh->blh", jnp.swapaxes(ctx_BNLD, 1, 2), p["output"]["kernel"], dtype)
     out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
     out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
     y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)

@@ -1,0 +1,83 @@
+"""The attention computes with the heads ahead of the positions ([B, N, L, D]) because XLA:CPU runs that layout
+faster (benchmarks/attention_layout.py). The layout must not change what the model computes: outputs and
+gradients equal the previous [B, L, N, D] formulation's (kept in the benchmark as its reference), with padding,
+packing's block-diagonal mask and dropout, scanned or not, in every sharing mode."""
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import linen as nn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "benchmarks")]
+
+import attention_layout  # noqa: E402
+from albert_jax.config import preset  # noqa: E402
+from albert_jax.modeling.model import AlbertModel  # noqa: E402
+
+
+def _loss_and_grads(cfg, ids, mask, pack_ids, positions):
+    model = AlbertModel(cfg)
+    params = nn.unbox(model.init(jax.random.PRNGKey(0), ids)["params"])
+
+    def loss(p):
+        out = model.apply({"params": p}, ids, mask, position_ids=positions, pack_ids=pack_ids,
+                          deterministic=False, rngs={"dropout": jax.random.PRNGKey(7)})
+        return jnp.sum(out["sequence_output"] ** 2) + jnp.sum(out["pooled_output"]), out["sequence_output"]
+
+    (value, seq), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(params)
+    return value, seq, grads
+
+
+@pytest.mark.parametrize("sharing, scan, packed", [("all", True, False), ("none", False, False),
+                                                   ("attention", True, True)])
+def test_heads_first_attention_matches_the_previous_layout(sharing, scan, packed):
+    cfg = preset("smoke", embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                 intermediate_size=64, sharing=sharing, scan_layers=scan, hidden_dropout_prob=0.1,
+                 attention_probs_dropout_prob=0.1)
+    rng = np.random.default_rng(0)
+    ids = jnp.asarray(rng.integers(5, cfg.vocab_size, (2, 24)), jnp.int32)
+    mask = jnp.asarray(np.arange(24)[None] < np.array([[24], [15]]), jnp.int32)  # the second row is padded
+    pack_ids = positions = None
+    if packed:  # two examples in row 0 (12 + 9 tokens, 3 padding), one in row 1
+        pack_ids = jnp.asarray([[1] * 12 + [2] * 9 + [0] * 3, [1] * 20 + [0] * 4], jnp.int32)
+        positions = jnp.asarray([list(range(12)) + list(range(12)), list(range(24))], jnp.int32)
+    ours = _loss_and_grads(cfg, ids, mask, pack_ids, positions)
+    with attention_layout.heads_last():
+        before = _loss_and_grads(cfg, ids, mask, pack_ids, positions)
+    np.testing.assert_allclose(ours[0], before[0], rtol=1e-6)
+    np.testing.assert_allclose(ours[1], before[1], rtol=1e-5, atol=1e-6)
+    flat_ours, flat_before = jax.tree.leaves_with_path(ours[2]), jax.tree.leaves(before[2])
+    assert len(flat_ours) == len(flat_before)
+    for (path, g), h in zip(flat_ours, flat_before):
+        np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-6, err_msg=jax.tree_util.keystr(path))
+    # The reference is really the other layout: a model traced under it is a different program.
+    model = AlbertModel(cfg)
+    params = nn.unbox(model.init(jax.random.PRNGKey(0), ids)["params"])
+    hlo = lambda: jax.jit(lambda p: model.apply({"params": p}, ids, mask)["sequence_output"]).lower(params).as_text()
+    text_ours = hlo()
+    with attention_layout.heads_last():
+        assert hlo() != text_ours
+
+
+def test_the_benchmark_times_both_layouts_and_finds_them_equal(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    p = subprocess.run([sys.executable, "benchmarks/attention_layout.py", "--model", "tiny", "--batch", "2",
+                        "--seq", "32", "--reps", "2", "--out", str(tmp_path)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    result = json.loads((tmp_path / "attention_layout.json").read_text())
+    (rows,) = result["tables"].values()
+    assert [r["what"] for r in rows[::2]] == ["attention core", "encoder forward (scan)",
+                                              "pretraining step (scan, SOP, LAMB)"]
+    for r in rows:
+        assert r["median_s"] > 0 and r["gflops"] > 0 and r["share_of_ceiling"] > 0, r
+        assert r["max_abs_diff"] < 1e-4, r  # same arithmetic in both layouts
+    assert set(result["summary"]) == {r["what"] for r in rows}
+    assert all(v > 0 for v in result["summary"].values())
+    assert (tmp_path / "attention_layout.md").read_text().startswith("# benchmarks: attention_layout")
