@@ -40,6 +40,20 @@ def layer_norm(p, x, eps: float):
     return (y * p["scale"].astype(jnp.float32) + p["bias"].astype(jnp.float32)).astype(x.dtype)
 
 
+def lean_backward(fn, config):
+    """`fn` (elementwise work: a LayerNorm, the activation) differentiated keeping only its inputs.
+
+    Autodiff through these saves their intermediates for the backward pass: five [B, L, I] arrays for the tanh
+    GELU, four [B, L, H] for a LayerNorm. Under scan each is copied into a stacked [num_layers, ...] buffer per
+    layer and read back, which was a tenth of albert-base's CPU step (docs/benchmarks.md). Checkpointed, only
+    the input is kept and the backward recomputes the elementwise forward, which costs little next to those
+    copies; torch's own LayerNorm and GELU kernels likewise keep only their input (and the row statistics).
+    The values are the same: nothing is approximated. (The softmax is left alone: it saves its exponentials
+    and its output, and recomputing would trade the first for its input, at the cost of the exponentials.)
+    prevent_cse as the encoder's remat: needed only outside scan."""
+    return jax.checkpoint(fn, prevent_cse=not config.scan_layers)
+
+
 class WeightOp:
     """A kernel that multiplies itself: `einsum(eq, x, dtype)` computes `jnp.einsum(eq, x, kernel)`.
 
@@ -79,7 +93,7 @@ def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), 
     whose batch axes lead and whose result needs no transpose. Written on [B, L, N, D] operands (as before),
     XLA:CPU computes the context transposed inside one slow fusion with the softmax; this layout is the same
     arithmetic (identical outputs at albert-base's shape, equal to float rounding at others: tests/
-    test_attention_layout.py) in about half the attention's time (benchmarks/attention_layout.py)."""
+    test_formulations.py) in about half the attention's time (benchmarks/formulations.py)."""
     def heads_first(name):
         y_BLND = project("blh,hnd->blnd", x_BLH, p[name]["kernel"], dtype) + p[name]["bias"].astype(dtype)
         return jnp.swapaxes(y_BLND, 1, 2)
@@ -94,16 +108,20 @@ def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), 
     out_BLH = project("blnd,ndh->blh", jnp.swapaxes(ctx_BNLD, 1, 2), p["output"]["kernel"], dtype)
     out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
     out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
-    y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)
-    return nn.with_logical_constraint(y, ACT_BLH)
+    return _add_and_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
 
 
 def ffn_block(p, x_BLH, config, dtype, rng=None, deterministic=True):
     """Post-LN feed-forward: LayerNorm(x + Dropout(W2 · act(W1 x)))."""
-    h_BLI = activation(config.hidden_act)(dense(p["intermediate"], x_BLH, dtype))
+    h_BLI = lean_backward(activation(config.hidden_act), config)(dense(p["intermediate"], x_BLH, dtype))
     h_BLI = nn.with_logical_constraint(h_BLI, ("batch", "length", "act_mlp"))
     out_BLH = dropout(dense(p["output"], h_BLI, dtype), config.hidden_dropout_prob, rng, deterministic)
-    y = layer_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config.layer_norm_eps)
+    return _add_and_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
+
+
+def _add_and_norm(p, residual_BLH, config):
+    """The post-LN of both blocks, on the residual sum; the sum is all its backward keeps."""
+    y = lean_backward(lambda p_, x: layer_norm(p_, x, config.layer_norm_eps), config)(p, residual_BLH)
     return nn.with_logical_constraint(y, ACT_BLH)
 
 
