@@ -2,7 +2,7 @@
 it faster. Each earlier formulation is restored for one build, in the same process, and both are timed in turns.
 
   python benchmarks/formulations.py [--model albert-base] [--batch 8] [--seq 128] [--reps 9]
-      [--against heads_last,saved_elementwise] [--out DIR]
+      [--against heads_last,saved_elementwise] [--what core,forward,backward,step] [--out DIR]
 
 - heads_last: the attention's dots on [B, L, N, D] operands (`bqnd,bknd->bnqk`), as the model wrote them
   before; now the heads move ahead of the positions first (layers.attention_block).
@@ -80,6 +80,7 @@ def saved_elementwise():
 
 
 FORMULATIONS = {"heads_last": heads_last, "saved_elementwise": saved_elementwise}
+WHAT = ("core", "forward", "backward", "step")  # the attention core is built against heads_last only
 
 
 def pair(label: str, build, earlier, reps: int, flops: float, ceil: dict) -> list[dict]:
@@ -107,11 +108,15 @@ def main(argv=None):
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--reps", type=int, default=9, help="timed calls of each build (the attention core: 5x)")
     p.add_argument("--against", default=",".join(FORMULATIONS), help="comma list of " + ", ".join(FORMULATIONS))
+    p.add_argument("--what", default=",".join(WHAT), help="which pairs to build, a comma list of " + ", ".join(WHAT))
     p.add_argument("--out", default="", help="write DIR/formulations.json and .md")
     a = p.parse_args(argv)
     against = [f.strip() for f in a.against.split(",") if f.strip()]
     if not against or any(f not in FORMULATIONS for f in against):
         p.error(f"--against {a.against!r}: choose from {', '.join(FORMULATIONS)}")
+    what = {w.strip() for w in a.what.split(",") if w.strip()}
+    if not what or what - set(WHAT):
+        p.error(f"--what {a.what!r}: choose from {', '.join(WHAT)}")
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -168,12 +173,13 @@ def main(argv=None):
     tables, summary = {}, {}
     for name in against:
         earlier = FORMULATIONS[name]
-        rows = pair("attention core", core_build, earlier, a.reps * 5, 4 * b * n * s * s * d, ceil) \
-            if name == "heads_last" else []
-        rows += pair("encoder forward", forward_build, earlier, a.reps, fwd, ceil)
-        rows += pair("encoder forward+backward", backward_build, earlier, a.reps, 3 * fwd, ceil)
-        rows += pair("pretraining step (SOP, LAMB)", step_build, earlier, a.reps, b * s * cfg.flops_per_token(s),
-                     ceil)
+        pairs = [("core", "attention core", core_build, a.reps * 5, 4 * b * n * s * s * d),
+                 ("forward", "encoder forward", forward_build, a.reps, fwd),
+                 ("backward", "encoder forward+backward", backward_build, a.reps, 3 * fwd),
+                 ("step", "pretraining step (SOP, LAMB)", step_build, a.reps, b * s * cfg.flops_per_token(s))]
+        rows = [r for key, label, build, reps, flops in pairs
+                if key in what and (key != "core" or name == "heads_last")
+                for r in pair(label, build, earlier, reps, flops, ceil)]
         tables[f"now against {name}: {a.model}, batch {b}, seq {s}, scanned"] = rows
         summary.update({f"{name}: {r['what']}": r["now_over_before"] for r in rows if "now_over_before" in r})
     result = {"header": common.header(argv), "ceiling": ceil, "tables": tables, "summary": summary}
