@@ -24,6 +24,7 @@ from albert_jax.main import main
 from albert_jax.modeling import layers as L
 from albert_jax.tasks import finetune as ft
 from albert_jax.tasks.registry import make_task
+from albert_jax.training import checkpoints as ckpt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests/fixtures/sotu_sample.txt")
@@ -161,7 +162,13 @@ def test_cli_checkpoint_results_and_load(run, tmp_path, capsys):
     s = sum(int(np.prod(flat[k].shape)) for k in kernels if k.endswith("scale"))
     assert r["bytes"]["kernels"] == {"float32": 4 * n, "int8": n + 4 * s, "ratio": round(4 * n / (n + 4 * s), 3)}
     assert 3.5 < r["bytes"]["kernels"]["ratio"] < 4  # 4x, less the per-channel scales
-    assert r["bytes"]["checkpoint_on_disk"]["int8"] < r["bytes"]["checkpoint_on_disk"]["float32"]
+    # On disk: the checkpoint directory as written, less the manifest. Which of the two is smaller is not asserted:
+    # in this tiny model each array's metadata and orbax's data-file layout (which varies from save to save)
+    # outweigh the kernels, and the int8 tree has two arrays for every kernel (107,477 against 95,393 bytes once).
+    disk = r["bytes"]["checkpoint_on_disk"]
+    assert disk["int8"] == Q.dir_bytes(str(out / "checkpoint")) - os.path.getsize(out / "checkpoint" / ckpt.MANIFEST)
+    assert disk["float32"] > r["bytes"]["params"]["float32"] // 2
+    assert disk["ratio"] == round(disk["float32"] / disk["int8"], 3)
     # Loaded back (verified against its manifest), it is the tree quantizing the run gives, and computes the same.
     task, cfg, q = Q.load(str(out))
     src = ft.resolve_init(str(run / "seed-0"))
