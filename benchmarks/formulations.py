@@ -37,13 +37,11 @@ def heads_last_core(q_BLND, k_BLND, v_BLND, bias_B11L, drop=lambda probs: probs)
 
 
 def heads_first_core(q_BLND, k_BLND, v_BLND, bias_B11L):
-    """The same with the heads moved ahead of the positions, as `layers.attention_block` does."""
-    import jax
+    """The same with the heads moved ahead of the positions: `layers.attention_core`, as the model calls it."""
     import jax.numpy as jnp
+    from albert_jax.modeling import layers as L
     q, k, v = (jnp.swapaxes(x, 1, 2) for x in (q_BLND, k_BLND, v_BLND))
-    scores = jnp.einsum("bnqd,bnkd->bnqk", q, k) / math.sqrt(q.shape[-1])
-    probs = jax.nn.softmax(scores.astype(jnp.float32) + bias_B11L, axis=-1)
-    return jnp.swapaxes(jnp.einsum("bnqk,bnkd->bnqd", probs.astype(q.dtype), v), 1, 2)
+    return jnp.swapaxes(L.attention_core(q, k, v, bias_B11L), 1, 2)
 
 
 def heads_last_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
@@ -55,7 +53,7 @@ def heads_last_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None),
         probs, config.attention_probs_dropout_prob, rngs[0], deterministic))
     out = L.project("blnd,ndh->blh", ctx, p["output"]["kernel"], dtype) + p["output"]["bias"].astype(dtype)
     out = L.dropout(out, config.hidden_dropout_prob, rngs[1], deterministic)
-    return L._add_and_norm(p["LayerNorm"], x_BLH.astype(dtype) + out, config)
+    return L.post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out, config)
 
 
 @contextlib.contextmanager

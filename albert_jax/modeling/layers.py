@@ -86,6 +86,14 @@ def dropout(x, rate: float, rng, deterministic: bool):
     return jnp.where(keep, x / (1.0 - rate), jnp.zeros_like(x))
 
 
+def attention_core(q_BNLD, k_BNLD, v_BNLD, mask_bias_B11L, drop=lambda probs: probs):
+    """softmax(QK^T/sqrt(d) + mask) V on heads-first operands, `drop` applied to the probabilities."""
+    scores_BNLL = jnp.einsum("bnqd,bnkd->bnqk", q_BNLD, k_BNLD) / math.sqrt(q_BNLD.shape[-1])
+    # Softmax in float32: bf16 logits saturate the exponent for long sequences.
+    probs_BNLL = drop(jax.nn.softmax(scores_BNLL.astype(jnp.float32) + mask_bias_B11L, axis=-1))
+    return jnp.einsum("bnqk,bnkd->bnqd", probs_BNLL.astype(v_BNLD.dtype), v_BNLD)
+
+
 def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
     """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V)).
 
@@ -99,16 +107,12 @@ def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), 
         return jnp.swapaxes(y_BLND, 1, 2)
 
     q_BNLD, k_BNLD, v_BNLD = heads_first("query"), heads_first("key"), heads_first("value")
-    scores_BNLL = jnp.einsum("bnqd,bnkd->bnqk", q_BNLD, k_BNLD) / math.sqrt(q_BNLD.shape[-1])
-    # Softmax in float32: bf16 logits saturate the exponent for long sequences.
-    scores_BNLL = scores_BNLL.astype(jnp.float32) + mask_bias_B11L
-    probs_BNLL = jax.nn.softmax(scores_BNLL, axis=-1)
-    probs_BNLL = dropout(probs_BNLL, config.attention_probs_dropout_prob, rngs[0], deterministic)
-    ctx_BNLD = jnp.einsum("bnqk,bnkd->bnqd", probs_BNLL.astype(dtype), v_BNLD)
+    ctx_BNLD = attention_core(q_BNLD, k_BNLD, v_BNLD, mask_bias_B11L, lambda probs: dropout(
+        probs, config.attention_probs_dropout_prob, rngs[0], deterministic))
     out_BLH = project("blnd,ndh->blh", jnp.swapaxes(ctx_BNLD, 1, 2), p["output"]["kernel"], dtype)
     out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
     out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
-    return _add_and_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
+    return post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
 
 
 def ffn_block(p, x_BLH, config, dtype, rng=None, deterministic=True):
@@ -116,11 +120,12 @@ def ffn_block(p, x_BLH, config, dtype, rng=None, deterministic=True):
     h_BLI = lean_backward(activation(config.hidden_act), config)(dense(p["intermediate"], x_BLH, dtype))
     h_BLI = nn.with_logical_constraint(h_BLI, ("batch", "length", "act_mlp"))
     out_BLH = dropout(dense(p["output"], h_BLI, dtype), config.hidden_dropout_prob, rng, deterministic)
-    return _add_and_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
+    return post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)
 
 
-def _add_and_norm(p, residual_BLH, config):
-    """The post-LN of both blocks, on the residual sum; the sum is all its backward keeps."""
+def post_norm(p, residual_BLH, config):
+    """The post-LN of both blocks, applied to the residual sum its caller forms; the sum is all its backward
+    keeps."""
     y = lean_backward(lambda p_, x: layer_norm(p_, x, config.layer_norm_eps), config)(p, residual_BLH)
     return nn.with_logical_constraint(y, ACT_BLH)
 
