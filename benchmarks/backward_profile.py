@@ -4,7 +4,8 @@ layer (forward X·W, input gradient G·Wᵀ, weight gradient Xᵀ·G) timed alon
   python benchmarks/backward_profile.py --preset albert-base --batch 8 --seq 128 [--dump DIR]
 
 Prints, for scan and unrolled, all-shared and not-shared: the forward time, the forward+backward time and their
-ratio (3.0 is the FLOP-model ideal: the backward costs twice the forward), XLA's own FLOP count of each program
+ratio (3.0 is the FLOP-model ideal: the backward costs twice the forward; the two programs are timed in turns,
+so a change of this VM's load hits both alike), XLA's own FLOP count of each program
 (cost_analysis) so a ratio above 3 can be told apart from extra work, and the GEMM rates against the machine's
 f32 matmul ceiling measured in the same run. --dump writes the optimized HLO of every program for reading.
 """
@@ -15,6 +16,7 @@ import os
 import statistics
 import time
 
+import common  # noqa: F401  (benchmarks/: turns the compilation cache off before jax is imported)
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -103,7 +105,9 @@ def main():
             cfg = base.replace(sharing=sharing, scan_layers=scan)
             params, fwd, both = encoder_programs(cfg, a.batch, a.seq)
             c_f, c_b = fwd.lower(params).compile(), both.lower(params).compile()  # once: timed and counted
-            t_f, t_b = timed(c_f, params, repeats=a.repeats), timed(c_b, params, repeats=a.repeats)
+            med = common.interleaved({"fwd": lambda: jax.block_until_ready(c_f(params)),
+                                      "both": lambda: jax.block_until_ready(c_b(params))}, a.repeats)
+            t_f, t_b = med["fwd"], med["both"]
             f_f, f_b = flops_of(c_f) / 1e9, flops_of(c_b) / 1e9
             name = f"{sharing}-shared, {'scan' if scan else 'unrolled'}"
             print(f"| {name} | {t_f:.3f} | {t_b:.3f} | {t_b / t_f:.2f} | {f_f:.2f} | {f_b:.2f} | {f_b / f_f:.2f} |")
