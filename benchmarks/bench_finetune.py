@@ -5,7 +5,8 @@ ours at full max_seq_length; ours with data.buckets='auto' (the same rows, each 
 data/bucketing.py); HF transformers AlbertForSequenceClassification + torch AdamW with the usual dynamic padding
 (the same full batches, each cut to its longest row). Ours is our training core's step (training/step.py
 make_train_step) with optax AdamW at torch's settings; the same random init for both (interop.hf.params_to_hf).
-The systems take turns step by step; every distinct bucket shape is compiled before the clock starts.
+The systems take turns step by step, with the ceiling's GEMM among them (the share of the ceiling is of the same
+rounds); every distinct bucket shape is compiled before the clock starts.
 The whole-loop, per-task measurement (evaluation, compile, peak RSS per task) is finetune_throughput.py.
 """
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _batches(data, batch: int, n: int, seed: int = 0) -> list[dict]:
     return [{k: np.asarray(v) for k, v in next(it).items()} for _ in range(n)]
 
 
-def task_rows(task_name: str, name: str, tok, ceil: dict, quick: bool, steps: int, batch=32, max_len=128):
+def task_rows(task_name: str, name: str, tok, quick: bool, steps: int, batch=32, max_len=128):
     import jax
     import jax.numpy as jnp
     import optax
@@ -76,14 +77,17 @@ def task_rows(task_name: str, name: str, tok, ceil: dict, quick: bool, steps: in
         ours("full" if b["input_ids"].shape[-1] == max_len else "bucketed", b)
     for b in hf_batches[:warm]:
         theirs(b)
-    total = {"albert_jax full-length": 0.0, "albert_jax bucketed": 0.0, "hf_torch dynamic padding": 0.0}
+    probe, probe_flops, side = common.gemm_probe(quick)  # the ceiling's GEMM takes its turn in every round too
+    total = {"albert_jax full-length": 0.0, "albert_jax bucketed": 0.0, "hf_torch dynamic padding": 0.0,
+             "ceiling": 0.0}
     for i in range(warm, warm + steps):
         for system, fn in (("albert_jax full-length", lambda: ours("full", dev["full"][i])),
                            ("albert_jax bucketed", lambda: ours("bucketed", dev["bucketed"][i])),
-                           ("hf_torch dynamic padding", lambda: theirs(hf_batches[i]))):
+                           ("hf_torch dynamic padding", lambda: theirs(hf_batches[i])), ("ceiling", probe)):
             t0 = time.perf_counter()
             fn()
             total[system] += time.perf_counter() - t0
+    ceil = {"n": side, "interleaved": True, "jax_float32_gflops": probe_flops * steps / total.pop("ceiling") / 1e9}
     lengths = {"albert_jax full-length": [b["input_ids"].shape[-1] for b in full[warm:]],
                "albert_jax bucketed": [b["input_ids"].shape[-1] for b in cut[warm:]],
                "hf_torch dynamic padding": [b["input_ids"].shape[-1] for b in hf_batches[warm:]]}
@@ -103,7 +107,7 @@ def run(args, ceil: dict) -> dict:
     names = models.names(args.models, "tiny" if args.quick else "smoke4")
     steps = args.steps or (1 if args.quick else 20)
     tok = common.tokenizer(args.tokenizer)
-    rows = [r for n in names for t in TASKS for r in task_rows(t, n, tok, ceil, args.quick, steps)]
+    rows = [r for n in names for t in TASKS for r in task_rows(t, n, tok, args.quick, steps)]
     summary = {}
     for n in names:
         for t in TASKS:

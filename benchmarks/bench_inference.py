@@ -34,7 +34,7 @@ def _hf_model(cls_name: str, cfg, params, head: str, labels=None):
     return model
 
 
-def encoder_forward(name: str, ceil: dict, quick: bool, batch=8, seq=128) -> list[dict]:
+def encoder_forward(name: str, quick: bool, batch=8, seq=128) -> list[dict]:
     import jax
     import jax.numpy as jnp
     import torch
@@ -62,18 +62,20 @@ def encoder_forward(name: str, ceil: dict, quick: bool, batch=8, seq=128) -> lis
         with torch.inference_mode():
             hf(**feed)
 
-    med = common.interleaved({"albert_jax": ours, "hf_torch": theirs}, reps=3 if quick else 10, warmup=2)
+    med, ceil = common.interleaved_with_ceiling({"albert_jax": ours, "hf_torch": theirs}, reps=3 if quick else 10,
+                                                warmup=2, quick=quick)
     rows = []
     for system, s in med.items():
         gflops = batch * seq * _fwd_flops(cfg, seq) / s / 1e9
         rows.append({"model": name, "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "batch": batch,
                      "seq": seq, "system": system, "median_s": s, "seq_per_s": batch / s,
-                     "tflops": gflops / 1e3, "share_of_ceiling": common.share(gflops, ceil)})
+                     "tflops": gflops / 1e3, "share_of_ceiling": common.share(gflops, ceil),
+                     "ceiling_gflops": ceil["jax_float32_gflops"]})
     rows[0]["ours_over_hf"] = med["hf_torch"] / med["albert_jax"]
     return rows
 
 
-def classification(name: str, tok, ceil: dict, quick: bool, limit: int, batch=32, max_len=128) -> list[dict]:
+def classification(name: str, tok, quick: bool, limit: int, batch=32, max_len=128) -> list[dict]:
     import jax
     import jax.numpy as jnp
     import torch
@@ -113,8 +115,8 @@ def classification(name: str, tok, ceil: dict, quick: bool, limit: int, batch=32
             for b in hf_batches:
                 hf(**b)
 
-    med = common.interleaved({"albert_jax padded": ours(padded), "albert_jax bucketed": ours(bucketed),
-                              "hf_torch dynamic padding": theirs}, reps=1 if quick else 2, warmup=1)
+    med, ceil = common.interleaved_with_ceiling({"albert_jax padded": ours(padded), "albert_jax bucketed": ours(
+        bucketed), "hf_torch dynamic padding": theirs}, reps=1 if quick else 3, warmup=1, quick=quick)
     n_examples = len(dev)
     useful = float(np.asarray(dev.arrays["input_mask"]).sum())
     computed = {"albert_jax padded": [b["input_ids"].shape[-1] for b in padded],
@@ -135,8 +137,8 @@ def run(args, ceil: dict) -> dict:
     tok = common.tokenizer(args.tokenizer)
     import jax
     limit = args.examples if args.examples >= 0 else 96 if args.quick else 256 if jax.default_backend() == "cpu" else 0
-    enc = [r for n in names for r in encoder_forward(n, ceil, args.quick)]
-    cls = [r for n in names for r in classification(n, tok, ceil, args.quick, limit)]
+    enc = [r for n in names for r in encoder_forward(n, args.quick)]
+    cls = [r for n in names for r in classification(n, tok, args.quick, limit)]
     summary = {}
     for n in names:
         summary[f"encoder_ours_over_hf_{n}"] = next(r["ours_over_hf"] for r in enc if r["model"] == n

@@ -1,7 +1,8 @@
 """run.py train: the pretraining step (ours, LAMB) and HF AlbertForPreTraining + AdamW, per model and length.
 
-The measuring is train_throughput.py's (bench_ours / bench_torch_peer); this suite loops it over models and
-lengths and adds TFLOP/s, MFU (against the device's table peak, none on CPU) and the share of this run's ceiling.
+The steps are train_throughput.py's (ours_runner / torch_runner); this suite loops them over models and lengths,
+times ours, the peer and the ceiling's GEMM in turns, step by step (medians; common.interleaved_with_ceiling), and
+adds TFLOP/s, MFU (against the device's table peak, none on CPU) and the share of the ceiling of those same rounds.
 FLOPs per token count every applied layer (AlbertConfig.flops_per_token), for both systems; HF scores the MLM
 head on every position, ours on the masked ones only, so HF does slightly more work than it is credited for.
 """
@@ -35,10 +36,13 @@ def run(args, ceil: dict) -> dict:
             ns = argparse.Namespace(batch=batch, seq=seq, preds=max(1, round(0.15 * seq)), steps=steps)
             flops = cfg.flops_per_token(seq, masked_fraction=ns.preds / seq)
             peer = args.peer == "on" or (args.peer == "auto" and (on_cpu or name == "albert-base"))
-            points = [("albert_jax", tt.bench_ours(cfg, ns))]
+            runners = {"albert_jax": tt.ours_runner(cfg, ns)}
             if peer:
-                points.append(("hf_torch", tt.bench_torch_peer(cfg, ns)))
-            for system, r in points:
+                runners["hf_torch"] = tt.torch_runner(cfg, ns)
+            med, ceil_now = common.interleaved_with_ceiling({k: fn for k, (fn, _) in runners.items()}, steps,
+                                                            warmup=0, quick=quick, dtype=args.dtype)
+            for system, (_, facts) in runners.items():
+                r = {**facts, "step_s": med[system]}
                 tok_s = batch * seq / r["step_s"]
                 gflops = mx.flops_per_second_per_device(flops, tok_s, jax.device_count()) / 1e9
                 rows.append({"model": name, "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
@@ -46,7 +50,8 @@ def run(args, ceil: dict) -> dict:
                              "step_s": r["step_s"], "seq_per_s": batch / r["step_s"], "tokens_per_s": tok_s,
                              "tflops_per_device": gflops / 1e3,
                              "mfu": mx.mfu(flops, tok_s, jax.device_count(), peak) if peak else float("nan"),
-                             "share_of_ceiling": common.share(gflops, ceil, args.dtype),
+                             "share_of_ceiling": common.share(gflops, ceil_now, args.dtype),
+                             "ceiling_gflops": ceil_now[f"jax_{args.dtype}_gflops"],
                              "compile_s": r["compile_s"], "peak_mib": r["peak_mb"]})
     summary = {}
     for name in names:

@@ -89,6 +89,14 @@ def finite_positive(x) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ ceiling
+def gemm_size(quick: bool) -> int:
+    """The ceiling GEMM's side: large enough to run at the library's best rate on the backend."""
+    import jax
+
+    on_cpu = jax.default_backend() == "cpu"
+    return (512 if quick else 2048) if on_cpu else (1024 if quick else 8192)
+
+
 def ceiling(quick: bool, dtypes=None) -> dict:
     """The machine's matmul rate in this run: a square GEMM under jax.jit, numpy and torch, median of several.
 
@@ -100,7 +108,7 @@ def ceiling(quick: bool, dtypes=None) -> dict:
 
     on_cpu = jax.default_backend() == "cpu"
     dtypes = tuple(dtypes or (("float32",) if on_cpu else ("float32", "bfloat16")))
-    n = (512 if quick else 2048) if on_cpu else (1024 if quick else 8192)
+    n = gemm_size(quick)
     reps = 3 if quick else 7
     flops = 2.0 * n ** 3
     out = {"n": n, "reps": reps, "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind}
@@ -128,6 +136,33 @@ def ceiling(quick: bool, dtypes=None) -> dict:
     return out
 
 
+def gemm_probe(quick: bool = False, dtype: str = "float32"):
+    """The ceiling's square jax GEMM as a timed call, compiled and warm: (fn, its FLOPs, n)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    n = gemm_size(quick)
+    rng = np.random.default_rng(0)
+    a, b = (jnp.asarray(rng.standard_normal((n, n), np.float32), dtype) for _ in range(2))
+    mm = jax.jit(jnp.matmul)
+    fn = lambda: mm(a, b).block_until_ready()  # noqa: E731
+    fn()
+    return fn, 2.0 * n ** 3, n
+
+
+def interleaved_with_ceiling(fns: dict, reps: int, warmup: int = 1, quick: bool = False,
+                             dtype: str = "float32") -> tuple[dict[str, float], dict]:
+    """`interleaved`, with the ceiling's GEMM (`gemm_probe`) taking its turn in every round: (medians of `fns`,
+    a ceiling dict for `share`). This VM's matmul rate drifts by 10-25% within minutes: a ceiling measured once
+    before the suites read 315 GFLOP/s where the same GEMM ran at 386-429 minutes later (2026-12-03), which put
+    a forward at 116% "of the ceiling". Timed in the same rounds, the two rates share the machine's state."""
+    probe, flops, n = gemm_probe(quick, dtype)
+    key = f"jax_{dtype}"
+    med = interleaved({**fns, key: probe}, reps, warmup)
+    return med, {"n": n, "reps": reps, "interleaved": True, f"{key}_gflops": flops / med.pop(key) / 1e9}
+
+
 def share(gflops: float, ceil: dict, dtype: str = "float32") -> float:
     """Achieved rate as a share of the jax matmul ceiling of this run (nan without one)."""
     c = ceil.get(f"jax_{dtype}_gflops") or ceil.get("jax_float32_gflops")
@@ -140,7 +175,8 @@ def rate_fields(batch: int, lengths: list[int], flops_per_token, seconds: float,
     `seconds` in all; FLOPs as computed (padding included) at each batch's own length."""
     gflops = sum(batch * n * flops_per_token(n) for n in lengths) / seconds / 1e9
     return {"mean_padded_len": float(sum(lengths) / len(lengths)), "useful_tokens_per_s": useful_tokens / seconds,
-            "tflops": gflops / 1e3, "share_of_ceiling": share(gflops, ceil)}
+            "tflops": gflops / 1e3, "share_of_ceiling": share(gflops, ceil),
+            "ceiling_gflops": ceil.get("jax_float32_gflops", float("nan"))}
 
 
 def hf_dynamic_padding(batches, labels: bool = False) -> list[dict]:

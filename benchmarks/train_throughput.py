@@ -56,22 +56,28 @@ def ours_step(cfg, batch: int, seq: int, preds: int):
     return train, state, b, jax.random.PRNGKey(1)
 
 
-def bench_ours(cfg, args):
+def ours_runner(cfg, args):
+    """Our step, compiled and run once: (a function running one more step, blocking; its facts). The peak
+    memory is read here, before any peer is built in this process."""
     train, state, b, rng = ours_step(cfg, args.batch, args.seq, args.preds)
     t0 = time.perf_counter()
     state, m = train(state, b, rng)
     jax.block_until_ready(m)
     compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        state, m = train(state, b, rng)
-    jax.block_until_ready(m)
-    step_s = (time.perf_counter() - t0) / args.steps
-    return {"system": f"albert_jax ({'scan' if cfg.scan_layers else 'unrolled'}, remat={cfg.remat_policy}, "
-                      f"{cfg.dtype})", "step_s": step_s, "compile_s": compile_s, "peak_mb": peak_memory_mb()}
+    box = [state]
+
+    def step():
+        box[0], m = train(box[0], b, rng)
+        jax.block_until_ready(m)
+
+    step()
+    return step, {"system": f"albert_jax ({'scan' if cfg.scan_layers else 'unrolled'}, remat={cfg.remat_policy}, "
+                            f"{cfg.dtype})", "compile_s": compile_s, "peak_mb": peak_memory_mb()}
 
 
-def bench_torch_peer(cfg, args):
+def torch_runner(cfg, args):
+    """HF AlbertForPreTraining + torch AdamW, run once: (a function running one more step, synchronised; its
+    facts, with the peak memory on a GPU)."""
     import torch
     import transformers
     hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
@@ -86,6 +92,7 @@ def bench_torch_peer(cfg, args):
             "labels": torch.tensor(labels, device=device),
             "sentence_order_label": torch.tensor(b["next_sentence_labels"], dtype=torch.long, device=device)}
     autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=cfg.dtype == "bfloat16")
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
     def step():
         with autocast:
@@ -94,20 +101,32 @@ def bench_torch_peer(cfg, args):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        sync()
 
     step()
     if device == "cuda":
-        torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    step_s = (time.perf_counter() - t0) / args.steps
+    step()
     peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else float("nan")
-    return {"system": f"HF transformers {transformers.__version__} torch {torch.__version__} eager",
-            "step_s": step_s, "compile_s": float("nan"), "peak_mb": peak}
+    return step, {"system": f"HF transformers {transformers.__version__} torch {torch.__version__} eager",
+                  "compile_s": float("nan"), "peak_mb": peak}
+
+
+def timed_steps(runner, steps: int) -> dict:
+    """One system alone: its facts and the mean time of `steps` more steps (the train suite takes turns instead)."""
+    step, facts = runner
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return {**facts, "step_s": (time.perf_counter() - t0) / steps}
+
+
+def bench_ours(cfg, args):
+    return timed_steps(ours_runner(cfg, args), args.steps)
+
+
+def bench_torch_peer(cfg, args):
+    return timed_steps(torch_runner(cfg, args), args.steps)
 
 
 def main():

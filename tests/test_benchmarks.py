@@ -16,17 +16,18 @@ SUITES = ("ceiling", "train", "inference", "finetune", "compile", "memory")
 EXPECTED = {
     "ceiling": {"matmul ceiling": (("gflops",), ())},
     "train": {"pretraining step": (("step_s", "seq_per_s", "tokens_per_s", "tflops_per_device",
-                                    "share_of_ceiling"), ("albert_jax", "hf_torch"))},
+                                    "share_of_ceiling", "ceiling_gflops"), ("albert_jax", "hf_torch"))},
     "inference": {
-        "encoder forward (batch 8, seq 128)": (("median_s", "seq_per_s", "tflops", "share_of_ceiling"),
+        "encoder forward (batch 8, seq 128)": (("median_s", "seq_per_s", "tflops", "share_of_ceiling",
+                                                "ceiling_gflops"),
                                                ("albert_jax", "hf_torch")),
         "rt_sentiment dev classification forward": (
             ("examples", "mean_padded_len", "pass_s", "examples_per_s", "useful_tokens_per_s", "tflops",
-             "share_of_ceiling", "speedup_vs_padded", "ours_bucketed_over_this"),
+             "share_of_ceiling", "ceiling_gflops", "speedup_vs_padded", "ours_bucketed_over_this"),
             ("albert_jax padded", "albert_jax bucketed", "hf_torch dynamic padding"))},
     "finetune": {"fine-tuning step (batch 32, max length 128)": (
         ("mean_padded_len", "step_s", "examples_per_s", "useful_tokens_per_s", "tflops", "share_of_ceiling",
-         "speedup_vs_full", "ours_bucketed_over_this"),
+         "ceiling_gflops", "speedup_vs_full", "ours_bucketed_over_this"),
         ("albert_jax full-length", "albert_jax bucketed", "hf_torch dynamic padding"))},
     "compile": {"compile time and program size against depth": (
         ("depth", "trace_lower_s", "compile_s", "total_s", "stablehlo_chars", "hlo_chars"), ())},
@@ -91,5 +92,10 @@ def test_the_suites_measure_what_they_say(results):
     assert {(row["layers"], row["depth"]) for row in comp} == {(m, d) for m in ("scan", "unrolled") for d in (1, 2)}
     unrolled = {row["depth"]: row["stablehlo_chars"] for row in comp if row["layers"] == "unrolled"}
     assert unrolled[2] > unrolled[1]  # an unrolled program grows with depth
+    # Shares are of the ceiling GEMM timed in the same rounds as the systems, which each row reports.
+    for row in results["train"]["tables"]["pretraining step"]:
+        assert math.isclose(row["share_of_ceiling"], row["tflops_per_device"] * 1e3 / row["ceiling_gflops"])
+    for row in results["inference"]["tables"]["encoder forward (batch 8, seq 128)"]:
+        assert math.isclose(row["share_of_ceiling"], row["tflops"] * 1e3 / row["ceiling_gflops"])
     libs = {row["library"] for row in results["ceiling"]["tables"]["matmul ceiling"]}
     assert libs == {"jax", "numpy", "torch"}
