@@ -34,9 +34,12 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 # Two pytest workers by default (pytest-xdist), each taking a whole test file at a time so a file's module fixtures
 # are built once: much of a test's time is XLA compiling on one core, so on 2 cores two files at once take about
 # half as long as one after the other (docs/benchmarks.md, "Test suite"). TEST_WORKERS=0 runs in this process.
+# --no-loadscope-reorder keeps the order tests/conftest.py gives the files (longest first): by default xdist
+# hands out the files with the most tests first, which started the two 8-minute smoke-sweep files last.
 TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 test: install data $(TF_STAMP)
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest tests -n $(TEST_WORKERS) $(XDIST) --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
