@@ -223,3 +223,15 @@ def test_bad_input_names_file_and_line(tmp_path):
         (wn / f"data.{pos}").write_text("  1 license header\nnot a synset line\n")
     with pytest.raises(ValueError, match=r"data\.noun:2: expected 'offset"):
         labeled_tasks.wordnet_definitions(tmp_path / "wordnet")
+
+
+def test_load_records_reads_only_as_far_as_the_limit():
+    """A limit gives the first records of the split, in order, across the datasets of a tuple source (RACE)."""
+    from albert_jax.tasks.classification import load_records
+
+    every = load_records("hedge", "validation")
+    assert len(every) == len(builders.load_source("hedge", "validation")) > 5
+    assert [r["id"] for r in load_records("hedge", "validation", 5)] == [r["id"] for r in every[:5]]
+    both = load_records(("hedge", "hedge"), "validation", len(every) + 3)
+    assert [r["id"] for r in both] == [r["id"] for r in every + every[:3]]
+    assert len(load_records("hedge", "validation", 10 ** 9)) == len(every)

@@ -57,8 +57,7 @@ class TeacherTargets:
 def split_features(task, tokenizer, max_len: int, split: str, limit: int = 0, training: bool = False):
     """One split of `task` featurized with `tokenizer` (the first `limit` examples when > 0): what `prepare`
     does for every split, for the one split a teacher or a timing needs."""
-    records = load_records(task.source, split)
-    return task.featurize(records[:limit] if limit else records, tokenizer, max_len, split, training)
+    return task.featurize(load_records(task.source, split, limit), tokenizer, max_len, split, training)
 
 
 def _count(params) -> int:
