@@ -258,7 +258,11 @@ def markdown(suite: str, result: dict) -> str:
     c = result.get("ceiling") or {}
     rates = ", ".join(f"{k[:-7]} {val:,.1f}" for k, val in c.items() if k.endswith("_gflops"))
     if rates:
-        lines += [f"Matmul ceiling ({c['n']}² GEMM, median of {c['reps']}, GFLOP/s): {rates}", ""]
+        lines += [f"Matmul ceiling ({c['n']}² GEMM, median of {c['reps']}, GFLOP/s): {rates}"]
+        if any("ceiling_gflops" in row for rows in result.get("tables", {}).values() for row in rows):
+            lines += ["(measured before the suite; each row's share_of_ceiling is of the same GEMM timed in that "
+                      "row's own rounds, its ceiling_gflops)"]
+        lines += [""]
     for name, rows in result["tables"].items():
         if not rows:
             continue
