@@ -1,10 +1,12 @@
-"""run.py train: the pretraining step (ours, LAMB) and HF AlbertForPreTraining + AdamW, per model and length.
+"""run.py train: the pretraining step (ours, LAMB) against HF AlbertForPreTraining + torch AdamW and HF's Flax
+ALBERT (FlaxAlbertForPreTraining, jitted, optax AdamW), per model and length.
 
-The steps are train_throughput.py's (ours_runner / torch_runner); this suite loops them over models and lengths,
-times ours, the peer and the ceiling's GEMM in turns, step by step (medians; common.interleaved_with_ceiling), and
-adds TFLOP/s, MFU (against the device's table peak, none on CPU) and the share of the ceiling of those same rounds.
-FLOPs per token count every applied layer (AlbertConfig.flops_per_token), for both systems; HF scores the MLM
-head on every position, ours on the masked ones only, so HF does slightly more work than it is credited for.
+The steps are train_throughput.py's (ours_runner, torch_runner, flax_runner); this suite loops them over models
+and lengths, times ours, the peers and the ceiling's GEMM in turns, step by step (medians;
+common.interleaved_with_ceiling), and adds TFLOP/s, MFU (against the device's table peak, none on CPU) and the
+share of the ceiling of those same rounds. FLOPs per token count every applied layer
+(AlbertConfig.flops_per_token), for every system; HF's models score the MLM head on every position, ours on the
+masked ones only, so HF does slightly more work than it is credited for.
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def run(args, ceil: dict) -> dict:
             runners = {"albert_jax": tt.ours_runner(cfg, ns)}
             if peer:
                 runners["hf_torch"] = tt.torch_runner(cfg, ns)
+            if args.peer == "on" or (args.peer == "auto" and on_cpu):  # one more compile: left off the GPU script
+                runners["hf_flax"] = tt.flax_runner(cfg, ns)
             med, ceil_now = common.interleaved_with_ceiling({k: fn for k, (fn, _) in runners.items()}, steps,
                                                             warmup=0, quick=quick, dtype=args.dtype)
             for system, (_, facts) in runners.items():
@@ -59,5 +63,8 @@ def run(args, ceil: dict) -> dict:
             pair = {r["system"]: r for r in rows if r["model"] == name and r["seq"] == seq}
             if "hf_torch" in pair:
                 summary[f"ours_over_hf_{name}_s{seq}"] = pair["hf_torch"]["step_s"] / pair["albert_jax"]["step_s"]
+            if "hf_flax" in pair:
+                summary[f"ours_over_hf_flax_{name}_s{seq}"] = (pair["hf_flax"]["step_s"]
+                                                               / pair["albert_jax"]["step_s"])
     return {"tables": {"pretraining step": rows}, "summary": summary,
             "notes": "throughput ratio ours/HF = HF step time / ours; FLOPs per applied layer"}

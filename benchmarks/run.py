@@ -43,7 +43,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=0, help="timed steps per point (0: the suite's default)")
     p.add_argument("--remat", default="", help="train: remat policy; memory: comma list (default: all)")
     p.add_argument("--peer", default="auto", choices=("auto", "on", "off"),
-                   help="train: time HF transformers too (auto: on CPU, and for albert-base on accelerators)")
+                   help="train: time HF transformers too (auto: torch on CPU and for albert-base on accelerators, "
+                        "HF's Flax ALBERT on CPU; on: both everywhere)")
     p.add_argument("--examples", type=int, default=-1,
                    help="inference: dev examples of rt_sentiment (0: the whole split; default 256 on CPU, all on "
                         "accelerators; --quick: 96)")

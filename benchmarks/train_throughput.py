@@ -10,6 +10,7 @@ every applied layer included (reference: docs/benchmarks.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import resource
@@ -110,6 +111,54 @@ def torch_runner(cfg, args):
     peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else float("nan")
     return step, {"system": f"HF transformers {transformers.__version__} torch {torch.__version__} eager",
                   "compile_s": float("nan"), "peak_mb": peak}
+
+
+def flax_runner(cfg, args):
+    """HF transformers' Flax ALBERT (FlaxAlbertForPreTraining), jitted with optax AdamW at the torch peer's
+    settings (clip 1.0, weight decay 0.01): our framework, HF's model code. Like HF's torch model it scores the MLM
+    head at every position and takes the loss where a label is set. Run once: (one more step, blocking; facts)."""
+    import jax.numpy as jnp
+    import optax
+    import transformers
+
+    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
+    model = transformers.FlaxAlbertForPreTraining(hf, seed=0, dtype=jnp.dtype(cfg.dtype))
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.01))
+    b = batch_for(cfg, args.batch, args.seq, args.preds)
+    labels = np.full((args.batch, args.seq), -1, np.int32)
+    np.put_along_axis(labels, b["masked_lm_positions"], b["masked_lm_ids"], 1)
+    feed = {k: jnp.asarray(b[k]) for k in ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")}
+    labels = jnp.asarray(labels)
+
+    def loss_fn(params, rng):
+        out = model(feed["input_ids"], attention_mask=feed["input_mask"], token_type_ids=feed["segment_ids"],
+                    params=params, dropout_rng=rng, train=True)
+        known = labels >= 0
+        nll = optax.softmax_cross_entropy_with_integer_labels(out.prediction_logits.astype(jnp.float32),
+                                                              jnp.where(known, labels, 0))
+        sop = optax.softmax_cross_entropy_with_integer_labels(out.sop_logits.astype(jnp.float32),
+                                                              feed["next_sentence_labels"])
+        return (nll * known).sum() / known.sum() + sop.mean()
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1))
+    def train(params, opt_state, rng):
+        loss, grads = jax.value_and_grad(loss_fn)(params, rng)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    box = [model.params, tx.init(model.params)]
+    rng = jax.random.PRNGKey(1)
+
+    def step():
+        box[0], box[1], loss = train(box[0], box[1], rng)
+        jax.block_until_ready(loss)
+
+    t0 = time.perf_counter()
+    step()
+    compile_s = time.perf_counter() - t0
+    step()
+    return step, {"system": f"HF transformers {transformers.__version__} Flax (jit, optax AdamW)",
+                  "compile_s": compile_s, "peak_mb": float("nan")}
 
 
 def timed_steps(runner, steps: int) -> dict:
