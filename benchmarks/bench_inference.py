@@ -1,12 +1,14 @@
 """run.py inference: forward passes, ours (jit) against HF transformers (torch eager, inference_mode), same weights.
 
-(a) The encoder at a fixed shape (batch 8, seq 128): AlbertModel, the systems interleaved, medians.
+(a) The encoder at a fixed shape (batch 8, seq 128): AlbertModel, against HF's torch AlbertModel and its Flax
+    FlaxAlbertModel (jitted), the systems interleaved, medians.
 (b) Classification over the real rt_sentiment dev sentences (AlbertForSequenceClassification): ours padded to
     max_seq_length; ours length-bucketed (the split walked shortest first, each batch cut to its bucket,
     data/bucketing.py); HF with the usual dynamic padding (each batch, in order, cut to its longest row).
     One pass over the split per repetition; examples/s and useful (real, input_mask) tokens/s. On CPU the first
     256 dev examples by default (--examples; a whole pass of albert-base is minutes there).
-Weights: one random init of ours, converted for HF by albert_jax.interop.hf.params_to_hf (the tested converter).
+Weights: one random init of ours, converted for HF by albert_jax.interop.hf.params_to_hf (the tested converter);
+the Flax peer runs its own random init.
 FLOP rates count the positions each system actually computes (padding included): forward = training / 3.
 """
 from __future__ import annotations
@@ -62,8 +64,9 @@ def encoder_forward(name: str, quick: bool, batch=8, seq=128) -> list[dict]:
         with torch.inference_mode():
             hf(**feed)
 
-    med, ceil = common.interleaved_with_ceiling({"albert_jax": ours, "hf_torch": theirs}, reps=3 if quick else 10,
-                                                warmup=2, quick=quick)
+    med, ceil = common.interleaved_with_ceiling({"albert_jax": ours, "hf_torch": theirs,
+                                                 "hf_flax": _flax_forward(cfg, *args)},
+                                                reps=3 if quick else 10, warmup=2, quick=quick)
     rows = []
     for system, s in med.items():
         gflops = batch * seq * _fwd_flops(cfg, seq) / s / 1e9
@@ -72,7 +75,24 @@ def encoder_forward(name: str, quick: bool, batch=8, seq=128) -> list[dict]:
                      "tflops": gflops / 1e3, "share_of_ceiling": common.share(gflops, ceil),
                      "ceiling_gflops": ceil["jax_float32_gflops"]})
     rows[0]["ours_over_hf"] = med["hf_torch"] / med["albert_jax"]
+    rows[0]["ours_over_hf_flax"] = med["hf_flax"] / med["albert_jax"]
     return rows
+
+
+def _flax_forward(cfg, ids, mask, types):
+    """HF's FlaxAlbertModel (its own random init: the time does not depend on the values), jitted: one forward,
+    blocking. Only at the fixed shape: with dynamic padding it would compile once per batch length."""
+    import jax
+    import transformers
+
+    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
+    model = transformers.FlaxAlbertModel(hf, seed=0)
+    fwd = jax.jit(lambda p, i, m, t: model(i, attention_mask=m, token_type_ids=t, params=p, train=False))
+
+    def go():
+        out = fwd(model.params, ids, mask, types)
+        jax.block_until_ready((out.last_hidden_state, out.pooler_output))
+    return go
 
 
 def classification(name: str, tok, quick: bool, limit: int, batch=32, max_len=128) -> list[dict]:
@@ -143,6 +163,8 @@ def run(args, ceil: dict) -> dict:
     for n in names:
         summary[f"encoder_ours_over_hf_{n}"] = next(r["ours_over_hf"] for r in enc if r["model"] == n
                                                     and "ours_over_hf" in r)
+        summary[f"encoder_ours_over_hf_flax_{n}"] = next(r["ours_over_hf_flax"] for r in enc if r["model"] == n
+                                                         and "ours_over_hf_flax" in r)
         rows = {r["system"]: r for r in cls if r["model"] == n}
         summary[f"rt_sentiment_bucketed_over_padded_{n}"] = rows["albert_jax bucketed"]["speedup_vs_padded"]
         summary[f"rt_sentiment_bucketed_over_hf_{n}"] = rows["hf_torch dynamic padding"]["ours_bucketed_over_this"]
