@@ -90,8 +90,7 @@ def task_rows(task_name: str, name: str, tok, quick: bool, steps: int, batch=32,
         t0 = time.perf_counter()
         probe()
         probe_s.append(time.perf_counter() - t0)
-    # The GEMM's best round, as common.interleaved_with_ceiling takes it.
-    ceil = {"n": side, "interleaved": True, "jax_float32_gflops": probe_flops / min(probe_s) / 1e9}
+    ceil = common.probe_ceiling(probe_flops, side, probe_s)
     lengths = {"albert_jax full-length": [b["input_ids"].shape[-1] for b in full[warm:]],
                "albert_jax bucketed": [b["input_ids"].shape[-1] for b in cut[warm:]],
                "hf_torch dynamic padding": [b["input_ids"].shape[-1] for b in hf_batches[warm:]]}

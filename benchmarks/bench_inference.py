@@ -85,8 +85,9 @@ def _flax_forward(cfg, ids, mask, types):
     import jax
     import transformers
 
-    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
-    model = transformers.FlaxAlbertModel(hf, seed=0)
+    from train_throughput import hf_config
+
+    model = transformers.FlaxAlbertModel(hf_config(cfg), seed=0)
     fwd = jax.jit(lambda p, i, m, t: model(i, attention_mask=m, token_type_ids=t, params=p, train=False))
 
     def go():

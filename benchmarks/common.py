@@ -167,9 +167,13 @@ def interleaved_with_ceiling(fns: dict, reps: int, warmup: int = 1, quick: bool 
     probe, flops, n = gemm_probe(quick, dtype)
     key = f"jax_{dtype}"
     times = interleaved_times({**fns, key: probe}, reps, warmup)
-    best = min(times.pop(key))
-    return ({k: statistics.median(v) for k, v in times.items()},
-            {"n": n, "reps": reps, "interleaved": True, f"{key}_gflops": flops / best / 1e9})
+    probe_s = times.pop(key)
+    return {k: statistics.median(v) for k, v in times.items()}, probe_ceiling(flops, n, probe_s, dtype)
+
+
+def probe_ceiling(flops: float, n: int, seconds: list[float], dtype: str = "float32") -> dict:
+    """The ceiling dict (for `share`) of a probe GEMM timed in the rounds `seconds`: its best round."""
+    return {"n": n, "reps": len(seconds), "interleaved": True, f"jax_{dtype}_gflops": flops / min(seconds) / 1e9}
 
 
 def share(gflops: float, ceil: dict, dtype: str = "float32") -> float:

@@ -38,6 +38,19 @@ def batch_for(cfg, batch, seq, preds, seed=0):
             "next_sentence_labels": rng.integers(0, 2, (batch,)).astype(np.int32)}
 
 
+def hf_config(cfg):
+    """Our config as transformers' AlbertConfig (the peers build their models from it)."""
+    import transformers
+    return transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
+
+
+def mlm_labels(b: dict, ignore: int) -> np.ndarray:
+    """HF's per-position MLM labels for a batch of ours: the masked ids at their positions, `ignore` elsewhere."""
+    labels = np.full(b["input_ids"].shape, ignore, np.int64)
+    np.put_along_axis(labels, b["masked_lm_positions"], b["masked_lm_ids"], 1)
+    return labels
+
+
 def peak_memory_mb() -> float:
     stats = getattr(jax.devices()[0], "memory_stats", lambda: None)()
     if stats and "peak_bytes_in_use" in stats:
@@ -81,13 +94,11 @@ def torch_runner(cfg, args):
     facts, with the peak memory on a GPU)."""
     import torch
     import transformers
-    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = transformers.AlbertForPreTraining(hf).to(device).train()
+    model = transformers.AlbertForPreTraining(hf_config(cfg)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     b = batch_for(cfg, args.batch, args.seq, args.preds)
-    labels = np.full((args.batch, args.seq), -100, np.int64)
-    np.put_along_axis(labels, b["masked_lm_positions"], b["masked_lm_ids"], 1)
+    labels = mlm_labels(b, -100)
     feed = {"input_ids": torch.tensor(b["input_ids"], dtype=torch.long, device=device),
             "attention_mask": torch.tensor(b["input_mask"], device=device),
             "labels": torch.tensor(labels, device=device),
@@ -121,14 +132,11 @@ def flax_runner(cfg, args):
     import optax
     import transformers
 
-    hf = transformers.AlbertConfig(**{k: v for k, v in cfg.to_hf_json().items() if k not in ("architectures",)})
-    model = transformers.FlaxAlbertForPreTraining(hf, seed=0, dtype=jnp.dtype(cfg.dtype))
+    model = transformers.FlaxAlbertForPreTraining(hf_config(cfg), seed=0, dtype=jnp.dtype(cfg.dtype))
     tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.01))
     b = batch_for(cfg, args.batch, args.seq, args.preds)
-    labels = np.full((args.batch, args.seq), -1, np.int32)
-    np.put_along_axis(labels, b["masked_lm_positions"], b["masked_lm_ids"], 1)
     feed = {k: jnp.asarray(b[k]) for k in ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")}
-    labels = jnp.asarray(labels)
+    labels = jnp.asarray(mlm_labels(b, -1), jnp.int32)
 
     def loss_fn(params, rng):
         out = model(feed["input_ids"], attention_mask=feed["input_mask"], token_type_ids=feed["segment_ids"],
