@@ -23,6 +23,7 @@ _CLI_MODULES = (
     "albert_jax.cli.experiments",
     "albert_jax.cli.sweep",
     "albert_jax.cli.table",
+    "albert_jax.cli.recipes",
     "albert_jax.cli.analyze",
     "albert_jax.cli.quantize",
     "albert_jax.cli.distill",

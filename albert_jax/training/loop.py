@@ -60,10 +60,11 @@ def jsonable(config) -> dict:
     return json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else dict(config)
 
 
-def _truncate_metrics(path: str, last_step: int) -> None:
-    """Drop records past the restored step: they describe training that the resume rolls back."""
+def _truncate_metrics(path: str, last_step: int) -> list[dict]:
+    """Drop records past the restored step: they describe training that the resume rolls back. Returns the kept
+    records (the run's clock continues from them)."""
     if not os.path.exists(path):
-        return
+        return []
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()
     kept = [ln for ln in lines if ln.strip() and json.loads(ln).get("step", 0) <= last_step]
@@ -72,6 +73,7 @@ def _truncate_metrics(path: str, last_step: int) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             f.writelines(kept)
         os.replace(tmp, path)
+    return [json.loads(ln) for ln in kept]
 
 
 def _concat(chunks: list[dict]) -> dict | None:
@@ -205,8 +207,8 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
             best = _resume_best(best_ckpt, start)
     last_good = start if restored is not None else None  # the newest checked checkpoint on disk
     metrics_path = os.path.join(workdir, "metrics.jsonl")
-    if jax.process_index() == 0:
-        _truncate_metrics(metrics_path, start)
+    kept = _truncate_metrics(metrics_path, start) if jax.process_index() == 0 else []
+    clock = mx.RunClock.resumed_from(kept)
     writer = mx.MetricWriter(workdir)
 
     def meta_for(step_done: int, **extra) -> dict:
@@ -246,6 +248,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         if done % t.log_every == 0 or done == t.num_train_steps:
             row = _row_from(task, m)
             row["learning_rate"] = float(schedule(done - 1))  # the rate this step's update used
+            row.update(clock.elapsed())
             rates = meter.rates()
             if rates:
                 row.update(rates)
@@ -291,7 +294,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
             if do_eval:
                 last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
                                      t.eval_batches)
-                writer.write(done, {f"eval/{k}": v for k, v in last_eval.items()})
+                writer.write(done, {**{f"eval/{k}": v for k, v in last_eval.items()}, **clock.elapsed()})
                 if best_ckpt is not None:
                     value = last_eval.get(run.select)
                     if value is None:

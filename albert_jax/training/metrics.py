@@ -197,6 +197,26 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
 # Throughput
 
 
+class RunClock:
+    """Wall-clock and CPU seconds a run has spent, carried across resumes: `elapsed()` adds what this process spent
+    to what the run's earlier processes recorded (`wall_s`/`cpu_s` of the last kept metrics record). CPU seconds are
+    the process's user + system time over all its threads (XLA's included), so a run that shares the machine reads
+    about the same cost as one that has it alone: learning curves are plotted against them (docs/reproduction.md,
+    "Choosing the cpu scale"). Compilation and evaluation count: they are part of what a recipe costs."""
+
+    def __init__(self, wall_s: float = 0.0, cpu_s: float = 0.0):
+        self._wall0, self._cpu0 = time.perf_counter() - wall_s, time.process_time() - cpu_s
+
+    @classmethod
+    def resumed_from(cls, records: list[dict[str, Any]]) -> "RunClock":
+        timed = [r for r in records if "wall_s" in r]
+        last = timed[-1] if timed else {}
+        return cls(float(last.get("wall_s", 0.0)), float(last.get("cpu_s", 0.0)))
+
+    def elapsed(self) -> dict[str, float]:
+        return {"wall_s": time.perf_counter() - self._wall0, "cpu_s": time.process_time() - self._cpu0}
+
+
 class ThroughputMeter:
     """Tokens/s, sequences/s and step time over the steps since the last `rates()`, excluding compile steps.
 

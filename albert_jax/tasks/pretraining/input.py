@@ -4,8 +4,9 @@ Every stage is cached under <cache>/pretrain/<corpus>/ keyed by what determines 
 written under a temporary name and renamed when complete, so an interrupted preparation is redone, never trusted.
 One process at a time prepares a corpus's stages (data/cache_lock.py): two sweeps started together on a fresh
 machine would otherwise write the same temporary files at once.
-Eval sets are built from the validation split twice, once with SOP and once with NSP pairs, so every model is
-measured on both (the paper's Table 5), whatever loss it trained with.
+Eval sets are built from the held-out text (validation and test splits) twice, once with SOP and once with NSP
+pairs, so every model is measured on both (the paper's Table 5), whatever loss it trained with; each is read
+balanced 50/50 (`PretrainData.eval_order`).
 """
 from __future__ import annotations
 
@@ -81,6 +82,8 @@ class PretrainData:
     summary: dict
     # data.packing: {max_seq_length, max_examples, max_predictions, seed}; None trains on unpacked rows.
     packing: dict | None = None
+    eval_seed: int = 0  # chooses and orders the balanced eval examples (eval_order)
+    _eval_orders: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def vocab_size(self) -> int:
@@ -140,21 +143,50 @@ class PretrainData:
         return input_pipeline.make_batch_iterator(source, global_batch_size=batch_size, seed=seed, shuffle=True,
                                                   num_epochs=None, sharding=sharding, **kwargs)
 
+    def eval_order(self, task: str) -> np.ndarray:
+        """The indices of eval set `task` that are measured, in the order they are read: balanced (issue 24).
+
+        Built as the official code builds them, the held-out NSP pairs are not 50/50: a document of one chunk always
+        gets a random B, so a constant prediction scored 39.1% or 60.9% and "chance" read as neither. The examples
+        kept are an equal number of each label, chosen and ordered by a seeded shuffle (`balanced_order`): chance
+        is 50% on both sets, and a capped evaluation (train.eval_batches) reads a random sample of the whole
+        split, not its first documents. The training instances are untouched."""
+        if task not in self._eval_orders:
+            import grain
+            source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
+            labels = np.array([int(ptd.decode_record(source[i])["next_sentence_labels"])
+                               for i in range(len(source))], dtype=np.int64)
+            self._eval_orders[task] = balanced_order(labels, self.eval_seed)
+        return self._eval_orders[task]
+
     def eval_iterator(self, task: str, batch_size: int, sharding):
-        """The eval set in order, the last batch padded with weight-0 rows: a set smaller than one batch (a
-        small corpus's validation split) is still measured, and every example counts once."""
+        """The balanced eval set (`eval_order`), the last batch padded with weight-0 rows: a set smaller than one
+        batch (a small corpus's validation split) is still measured, and every example counts once."""
         import grain
 
         from albert_jax.tasks.features import Features, eval_batches
 
         source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
+        order = self.eval_order(task)
 
         def batches():
-            n = len(source)
-            for start in range(0, n, batch_size):
-                rows = [_select(ptd.decode_record(source[i])) for i in range(start, min(n, start + batch_size))]
+            for start in range(0, len(order), batch_size):
+                rows = [_select(ptd.decode_record(source[int(i)])) for i in order[start:start + batch_size]]
                 yield from eval_batches(Features.stack(task, rows), batch_size, sharding)
         return batches()
+
+
+def balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
+    """Indices of `labels` holding the same number of every label (the rarest label's count), in a seeded random
+    order. Which examples of the commoner labels are dropped, and the order, depend on `seed` alone."""
+    labels = np.asarray(labels)
+    values, counts = np.unique(labels, return_counts=True)
+    if len(values) < 2:
+        raise ValueError(f"an eval set of {len(labels)} examples holds only label(s) {values.tolist()}: it cannot be "
+                         "balanced; the held-out split is too small (add documents or raise data.held_out_fraction)")
+    rng = np.random.default_rng(seed)
+    keep = np.concatenate([rng.permutation(np.flatnonzero(labels == v))[:counts.min()] for v in values])
+    return rng.permutation(keep)
 
 
 def _corpus_source(d) -> tuple[Path, str, dict]:
@@ -231,6 +263,25 @@ def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
     return tokenization.Tokenizer.load(f"{prefix}.model")
 
 
+def heldout_text(d, texts: dict[str, Path]) -> Path:
+    """The text the intrinsic eval sets are built from: the validation and test splits together, neither of which
+    is trained on. The validation split alone (1% of the English mix, 18 documents) makes ~1,000 balanced SOP pairs,
+    a standard error of 1.6 points; with the test split there are over 2,000 (issue 24 asks for SE <= 1.1). A
+    corpus whose test split is empty (a tiny max_docs subset) uses its validation split alone."""
+    try:
+        test = corpus_texts(d, splits=("test",))["test"]
+    except ValueError as e:
+        log.info("held-out eval text: validation split only (%s)", e)
+        return texts["validation"]
+    path = texts["validation"].with_name("heldout.txt")
+    with _preparing(path.parent):
+        if not path.exists():
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(texts["validation"].read_bytes() + test.read_bytes())  # both end in a blank line
+            os.replace(tmp, path)
+    return path
+
+
 def prepare(config) -> PretrainData:
     d = config.data
     max_docs = d.max_docs or None
@@ -243,10 +294,10 @@ def prepare(config) -> PretrainData:
     tok_id = hashlib.sha256(tokenizer.model_proto).hexdigest()[:12]  # the instances depend on the exact model
     key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id])
     train = _instances(texts["train"], tokenizer, root / f"train-{key}", train_cfg, d.seed)
-    evals = {}
+    evals, heldout = {}, heldout_text(d, texts)
     for task in ("sop", "nsp"):
         cfg = ptd.PretrainingConfig(**base, dupe_factor=1, task=task, masking="static")
-        evals[task] = _instances(texts["validation"], tokenizer, root / f"eval-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
+        evals[task] = _instances(heldout, tokenizer, root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
                                  cfg, d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
                "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
@@ -259,4 +310,4 @@ def prepare(config) -> PretrainData:
         packing = dict(max_seq_length=d.max_seq_length, max_examples=opt["packing_max_examples"],
                        max_predictions=opt["packing_max_predictions"] or d.max_predictions_per_seq, seed=d.seed)
         summary["packing"] = packing
-    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing)
+    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing, eval_seed=d.seed + 1)
