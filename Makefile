@@ -45,24 +45,24 @@ lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
 	$(VENV)/bin/albert-jax --help > /dev/null
 
-# The main job: a real sweep, the paper's Table 4 sharing strategies at E=128 (all, attention, FFN, not shared),
-# each row pretrained (MLM + SOP) on the real English mix, evaluated on held-out MLM/SOP/NSP and fine-tuned on
-# the real rt_sentiment sentences, then the table with the paper's values beside ours and its plots. A rerun
-# reuses every finished stage (docs/experiments.md). Rows live in workdirs/demo/table4/cpu/<row>/. It ends by
-# exporting the best row HF can express to a transformers directory and classifying two sentences with it.
-DEMO_ROWS := e-128-all-shared,e-128-shared-attention,e-128-shared-ffn,e-128-not-shared
-# The fine-tuning rate is 5e-4, not the cpu scale's 1e-4: in 200 steps 1e-4 leaves every row at chance (49.1%
-# dev), 5e-4 lifts the first row to 69.9% while a random-init twin stays at chance (50.9%); 1e-3 diverges
-# (docs/reproduction.md, "The demo's schedule").
-DEMO_SET := --set pretrain.train.num_train_steps=400 --set pretrain.train.warmup_steps=40 \
-	--set pretrain.train.eval_every=400 --set pretrain.train.checkpoint_every=200 \
+# The main job: a real sweep, the paper's Table 5 finding at the cpu scale: two rows pretrained on the real English
+# mix, one with NSP and one with SOP beside MLM, each measured on both held-out sets (balanced, 50% is chance), then
+# fine-tuned on the real rt_sentiment sentences beside a random-init twin of their architecture; the table gives
+# medians with 95% intervals, each row's difference to the NSP row, and the paper's reading checked against them
+# (docs/reproduction.md, "The demo"). Rows live in workdirs/demo/table5/cpu/<row>/; a rerun reuses every finished
+# stage. It ends by exporting the best row to a transformers directory and classifying two sentences with it.
+DEMO_ROWS := nsp,sop
+# A shorter schedule than the cpu scale's (800 of its pretraining steps, one 200-step fine-tuning seed at 5e-4), so
+# that the whole target takes under 20 minutes on 2 cores with the venv; 8 held-out evaluations per row.
+DEMO_SET := --set pretrain.train.num_train_steps=800 --set pretrain.train.warmup_steps=80 \
+	--set pretrain.train.eval_every=100 --set pretrain.train.checkpoint_every=400 \
 	--set finetune.num_seeds=1 --set finetune.train.num_train_steps=200 --set finetune.train.warmup_steps=20 \
-	--set finetune.train.learning_rate=5e-4 --set finetune.train.eval_every=100 --set finetune.data.max_seq_length=64
+	--set finetune.train.learning_rate=5e-4 --set finetune.train.eval_every=50 --set finetune.data.max_seq_length=64
 demo: install data
-	$(VENV)/bin/albert-jax sweep table4 --scale cpu --runs workdirs/demo --rows $(DEMO_ROWS) $(DEMO_SET) --table
+	$(VENV)/bin/albert-jax sweep table5 --scale cpu --runs workdirs/demo --rows $(DEMO_ROWS) $(DEMO_SET) --table
 	rm -rf workdirs/demo/best-hf
 	$(VENV)/bin/albert-jax export --to hf --out workdirs/demo/best-hf \
-		--workdir "$$($(VENV)/bin/albert-jax table table4 --scale cpu --runs workdirs/demo --best hf)"
+		--workdir "$$($(VENV)/bin/albert-jax table table5 --scale cpu --runs workdirs/demo --best hf)"
 	$(PY) -c "from transformers import pipeline; c = pipeline('text-classification', model='workdirs/demo/best-hf'); \
 		print('reloaded with transformers:', type(c.model).__name__, c(['a gorgeous, witty, seductive movie.', \
 		'the plot is nothing but boilerplate clichés from start to finish.']))"

@@ -223,6 +223,11 @@ def _initialize(coordinator_address, num_processes, process_id, initialization_t
     if (count is not None and count < 1) or (index is not None and count is not None and not 0 <= index < count):
         raise ValueError(f"process_id {index} / num_processes {count}: need num_processes >= 1 and "
                          "0 <= process_id < num_processes")
+    if address is None and count is not None and count > 1:
+        # JAX's own "coordinator_address should be defined" names none of our settings.
+        raise ValueError(f"distributed.num_processes={count} needs distributed.coordinator (host:port of process "
+                         f"0, reachable from every process; or ${ENV_COORDINATOR}): set it, or leave "
+                         "num_processes at 0 for a single process or a cluster JAX detects itself (SLURM, TPU)")
     jax.distributed.initialize(coordinator_address=address, num_processes=count, process_id=index,
                                initialization_timeout=initialization_timeout)
     log.info("jax.distributed up: process %d of %d, %d local / %d global devices", jax.process_index(),

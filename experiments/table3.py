@@ -7,6 +7,7 @@ Run:
 
 At the cpu scale E keeps roughly its ratio to H (H=128): 64 -> 8, 128 -> 16, 256 -> 32, 768 (=H) -> 128.
 """
+from albert_jax.experiments.evidence import Check
 from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
@@ -31,5 +32,13 @@ def rows(scale):
 EXPERIMENT = Experiment(
     name="table3", title="Table 3: embedding size E (ALBERT-base)",
     reading="without sharing a larger E helps a little; with all-shared parameters E=128 is best",
-    columns=("params",) + DOWN, rows=rows)
+    columns=("params",) + DOWN, rows=rows, reference="all-shared E=128",
+    checks=(
+        Check("not shared, the largest E is better than the smallest", "ft:rt_sentiment", "not-shared E=768",
+              "not-shared E=64", "higher"),
+        Check("all-shared, E=128 beats E=768", "ft:rt_sentiment", "all-shared E=128", "all-shared E=768", "higher"),
+        Check("all-shared, E=128 beats E=64", "ft:rt_sentiment", "all-shared E=128", "all-shared E=64", "higher"),
+        Check("without sharing, E=768 beats E=128 on MLM", "eval/mlm_accuracy", "not-shared E=768",
+              "not-shared E=128", "higher"),
+    ))
 get_config = config_getter("table3")

@@ -8,6 +8,7 @@ Run:
 `make demo` runs the four E=128 rows with a shorter schedule. At the cpu scale E=768 (=H) is E=H=128 and
 E=128 is E=16 (see albert_jax/experiments/registry.py).
 """
+from albert_jax.experiments.evidence import Check
 from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
@@ -33,5 +34,10 @@ EXPERIMENT = Experiment(
     name="table4", title="Table 4: cross-layer parameter-sharing strategies (ALBERT-base)",
     reading="sharing all parameters costs 1.5 (E=128) to 2.5 (E=768) Avg points, most of it from sharing the FFN; "
             "sharing attention costs little",
-    columns=("params",) + DOWN, rows=rows)
+    columns=("params",) + DOWN, rows=rows, reference="E=768 not-shared",
+    checks=tuple(
+        Check(f"at E={e}, {what}", "ft:rt_sentiment", f"E={e} {row}", f"E={e} {against}", "lower")
+        for e in (768, 128) for what, row, against in (
+            ("sharing all parameters costs downstream accuracy", "all-shared", "not-shared"),
+            ("sharing the FFN costs more than sharing attention", "shared-FFN", "shared-attention"))))
 get_config = config_getter("table4")

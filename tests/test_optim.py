@@ -322,7 +322,37 @@ def test_stacked_axes_count_inner_after_groups_or_first():
             param("plain", ("vocab", "embed"), (5, 3))
 
     fn = optim.stacked_axes_from_boxed(jax.eval_shape(Boxes().init, jax.random.key(0))["params"])
-    assert [fn(k) for k in ("gi", "li", "i", "late", "plain", "absent")] == [2, 2, 1, 0, 0, 0]
+    assert [fn(k) for k in ("gi", "li", "i", "late", "plain")] == [2, 2, 1, 0, 0]
+    with pytest.raises(KeyError, match="absent"):  # an unknown path is refused, not taken as 0 stacked axes
+        fn("absent")
     # The old behaviour is still available by naming the axes explicitly.
     old = optim.stacked_axes_from_boxed(jax.eval_shape(Boxes().init, jax.random.key(0))["params"], ("layers", "groups"))
     assert [old(k) for k in ("gi", "li", "i")] == [1, 1, 0]
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
+def test_every_encoder_layer_leaf_of_the_real_model_gets_its_own_trust_ratio(sharing):
+    """The optimizer's lookup on the real model tree: every `encoder/layers/*` leaf of a per-layer part is read with
+    its stacked axis (one LAMB trust ratio per layer), every path the optimizer visits is known to it, and a shared
+    part has none (one ratio, as the official single variable)."""
+    from albert_jax.config import preset
+    from albert_jax.tasks.pretraining.task import PretrainingTask
+    from albert_jax.training import state as st
+
+    cfg = preset("smoke", vocab_size=64, embedding_size=16, hidden_size=32, num_hidden_layers=3,
+                 num_attention_heads=2, intermediate_size=64, max_position_embeddings=32, sharing=sharing)
+    boxed = st.abstract_params(PretrainingTask(), cfg)
+    fn = optim.stacked_axes_from_boxed(boxed)
+    seen = {}
+
+    def visit(path, leaf):
+        seen[optim.path_to_str(path)] = (fn(optim.path_to_str(path)), leaf.shape)  # raises on an unknown path
+    jax.tree_util.tree_map_with_path(visit, nn.unbox(boxed))
+    layer_leaves = {p: v for p, v in seen.items() if "/encoder/layers/" in p}
+    for path, (n_stack, shape) in layer_leaves.items():
+        assert n_stack == 1 and shape[0] == 3, (path, n_stack, shape)  # one trust ratio per layer
+    per_layer = {"all": set(), "attention": {"ffn"}, "ffn": {"attention"}, "none": {"attention", "ffn"}}[sharing]
+    assert {p.split("/encoder/layers/")[1].split("/")[0] for p in layer_leaves} == per_layer
+    shared = {p: v for p, v in seen.items() if "/encoder/shared/" in p}
+    assert {p.split("/encoder/shared/")[1].split("/")[0] for p in shared} == {"attention", "ffn"} - per_layer
+    assert all(n == 0 for n, _ in shared.values())  # a shared part is one variable: one ratio

@@ -386,9 +386,27 @@ def test_eval_set_smaller_than_a_batch_is_measured_whole(tmp_path, tok):
     shards = D.shard_paths(tmp_path / "eval")
     n = sum(1 for p in shards for _ in D.read_records(p))
     data = PretrainData(tok, shards, {"sop": shards}, "static", {}, {})
+    kept = len(data.eval_order("sop"))  # balanced: as many swapped as unswapped pairs
+    labels = np.array([int(r["next_sentence_labels"]) for p in shards for r in D.read_records(p)])
+    assert kept == 2 * min((labels == 0).sum(), (labels == 1).sum()) and kept > n // 2
     batches = list(data.eval_iterator("sop", n + 5, None))
     assert len(batches) == 1 and batches[0]["input_ids"].shape[0] == n + 5
-    assert batches[0]["example_weight"].sum() == n and (batches[0]["example_index"] >= 0).sum() == n
+    w = batches[0]["example_weight"]
+    assert w.sum() == kept and (batches[0]["example_index"] >= 0).sum() == kept
+    assert batches[0]["next_sentence_labels"].reshape(-1)[w > 0].sum() == kept // 2  # chance is 50%
+
+
+def test_balanced_order_keeps_the_rarer_labels_count_of_each_in_a_seeded_order():
+    from albert_jax.tasks.pretraining.input import balanced_order
+
+    labels = np.array([1, 1, 1, 0, 1, 0, 1, 1])  # 6 ones, 2 zeros -> 2 of each
+    order = balanced_order(labels, seed=3)
+    assert sorted(labels[order].tolist()) == [0, 0, 1, 1]
+    assert set(np.flatnonzero(labels == 0)) <= set(order.tolist())  # every example of the rarer label is kept
+    assert (order == balanced_order(labels, seed=3)).all() and len(set(order.tolist())) == 4
+    assert any((balanced_order(labels, seed=s) != order).any() for s in range(4, 10))  # the seed chooses
+    with pytest.raises(ValueError, match="only label"):
+        balanced_order(np.ones(5, int), seed=0)
 
 
 _CONCURRENT_PREPARE = """

@@ -94,6 +94,7 @@ def sets(*items):
     ("data.masking=random", "data.masking='random'"),
     ("data.spm_model=/nonexistent.model", "data.spm_model='/nonexistent.model' does not exist"),
     ("mesh.data=3", "mesh.data=3, mesh.fsdp=1, mesh.tensor=1 needs 3 devices; there are 8"),
+    ("distributed.num_processes=2", "distributed.num_processes=2 needs distributed.coordinator (host:port"),
 ])
 def test_a_bad_pretraining_field_is_refused_in_one_line_before_data(refuse, setting, expected):
     line = refuse(*sets(setting))

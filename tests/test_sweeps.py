@@ -68,12 +68,39 @@ def test_every_experiment_plans_and_validates_at_every_scale(scale, tmp_path):
         assert plans and len(plans) == len(exp.rows_at(scale)), name
         S.check(plans)
         for p in plans:
-            assert [s.kind for s in p.stages] == ["pretrain"] + ["finetune"] * len(exp.finetune)
+            random_init = ["finetune"] * len(exp.finetune) if scale != "smoke" else []  # the baseline rows
+            assert [s.kind for s in p.stages] == ["pretrain"] + ["finetune"] * len(exp.finetune) + random_init
             c = p.stages[0].config()
             assert c.scale == scale
             for key, value in p.row.fields.items():  # the row's settings reached the config, typed
                 section, field = key.split(".", 1)
                 assert c[section][field] == value, (name, p.row.name, key)
+
+
+def test_pretraining_seeds_and_the_random_init_baseline_are_stages_of_every_row(tmp_path):
+    exp = R.get("table5")
+    plans = S.plan(exp, "cpu", tmp_path, seeds=2)
+    names = [s.name for s in plans[0].stages]
+    assert names == ["pretrain", "finetune-rt_sentiment", "pretrain-seed-1", "finetune-rt_sentiment-seed-1",
+                     "finetune-rt_sentiment-random"]
+    pre0, ft0, pre1, ft1, rnd = plans[0].stages
+    assert (pre0.config().train.seed, pre1.config().train.seed) == (0, 1)
+    assert pre0.config().data.seed == pre1.config().data.seed  # the same instances: a seed is init and order
+    assert ft1.config().init == str(pre1.workdir) and ft0.config().init == str(pre0.workdir)
+    r = rnd.config()
+    assert r.init == "random" and r.data.tokenizer.endswith("spm-4000-lower.model")
+    for field, value in pre0.config().model.items():  # the row's own architecture, from scratch
+        if field not in ("vocab_size", "hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob",
+                         "dtype", "param_dtype", "scan_layers", "remat_policy"):
+            assert r.model[field] == value, field
+    # One architecture, three rows: identical random-init stages, so the sweep trains one and links the others.
+    assert len({S.fingerprint(p.stages[-1]) for p in plans}) == 1
+    assert len({S.fingerprint(p.stages[0]) for p in plans}) == 3
+    assert "--seeds 2" in S.launch_commands(exp, "cpu", tmp_path, S.chains(plans), [], 2)[0]
+    assert [s.name for s in S.plan(exp, "cpu", tmp_path, random_init=False)[0].stages] == ["pretrain",
+                                                                                          "finetune-rt_sentiment"]
+    with pytest.raises(S.SweepError, match="--seeds 0"):
+        S.plan(exp, "cpu", tmp_path, seeds=0)
 
 
 def test_paper_scale_rows_are_the_papers_architectures():

@@ -1,6 +1,7 @@
 """`albert-jax sweep NAME --scale S --runs DIR`: every row of an experiment, resumable (experiments/sweep.py)."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 
@@ -11,10 +12,11 @@ def _run(args) -> int:
     setup_logging(args.log_level)
     exp = registry.get(args.name, args.experiments_dir)
     rows = [r for r in (args.rows or "").split(",") if r] or None
-    plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir)
+    plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir, args.seeds,
+                       args.random_init)
     groups = sweep.chains(plans)
     if args.launcher == "print":
-        for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set):
+        for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set, args.seeds, args.random_init):
             print(line)
         return 0
     sweep.check(plans)
@@ -33,7 +35,8 @@ def _run(args) -> int:
             resources["slurm_partition"] = args.partition
         exp_dir = Path(args.experiments_dir) if args.experiments_dir else registry.experiments_dir()
         results = sweep.submit(exp, args.scale, args.runs, groups, args.set, args.launcher, resources, exp_dir,
-                               wait=not args.no_wait, reuse_stages=not args.no_reuse)
+                               wait=not args.no_wait, reuse_stages=not args.no_reuse, seeds=args.seeds,
+                               random_init=args.random_init)
         if not args.no_wait and not all(r.get("finished") for r in results):
             return 3
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
@@ -56,6 +59,11 @@ def add_cli(subparsers) -> None:
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
                    "the same through submitit's local executor; print: one launch command per row")
+    p.add_argument("--seeds", type=int, default=1, help="pretraining seeds per row (train.seed 0..N-1), each "
+                   "fine-tuned like the first; rerun with a larger N to add seeds (default 1)")
+    p.add_argument("--random-init", dest="random_init", action=argparse.BooleanOptionalAction, default=None,
+                   help="also fine-tune each row's architecture from random init, the table's baseline row "
+                   "(default: on at the cpu and paper scales, off at smoke)")
     p.add_argument("--table", action="store_true", help="print the table (and write CSV and plots) at the end")
     p.add_argument("--no-reuse", action="store_true",
                    help="train every stage here even when a finished stage under --runs has identical settings "

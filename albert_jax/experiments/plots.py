@@ -78,12 +78,37 @@ def plot_curves(curves: dict[str, list[tuple[int, float]]], metric: str, path, t
     return save_png(fig, path)
 
 
+def plot_panels(curves: dict[str, dict[str, list[tuple[int, float]]]], metrics: list[str], path,
+                title: str = "", chance: dict[str, float] | None = None) -> Path:
+    """One panel per metric (row name -> {metric: (step, value) points}), each row one line in every panel: a
+    metric is never drawn on another's axis. `chance` draws a dashed line at a metric's chance level."""
+    fig = Figure(figsize=(4.2 * len(metrics), 4.0), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics):
+        for k, (name, by_metric) in enumerate(curves.items()):
+            points = by_metric.get(metric) or []
+            if points:
+                steps, values = zip(*sorted(points))
+                ax.plot(steps, values, marker="o" if len(points) < 30 else None, markersize=3, label=name, color=f"C{k}")
+            else:
+                ax.plot([], [], label=f"{name} (not run)", color=f"C{k}")
+        if chance and metric in chance:
+            ax.axhline(chance[metric], color="grey", linestyle="--", linewidth=0.8, label="chance")
+        ax.set_xlabel("step")
+        ax.set_title(metric, fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize="small")
+    if title:
+        fig.suptitle(title, fontsize="medium")
+    return save_png(fig, path)
+
+
 def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def _bars_figure(ours: dict[str, float | None], metric: str, paper: dict[str, float | None] | None = None,
-                 title: str = ""):
+                 title: str = "", intervals: dict[str, tuple[float, float]] | None = None):
     """(figure, axes) of plot_bars, before saving: tests inspect its patches."""
     rows = list(ours) + [r for r in (paper or {}) if r not in ours]
     series = [("ours", ours, "not run")]
@@ -96,7 +121,12 @@ def _bars_figure(ours: dict[str, float | None], metric: str, paper: dict[str, fl
         offset = (k - (len(series) - 1) / 2) * width
         xs = [i + offset for i, r in enumerate(rows) if _present(values.get(r))]
         heights = [float(values[r]) for r in rows if _present(values.get(r))]
-        bars = ax.bar(xs, heights, width=width * 0.95, label=name, color=f"C{k}")
+        err = None
+        if name == "ours" and intervals:  # the 95% interval as an error bar (asymmetric around the median)
+            shown = [r for r in rows if _present(values.get(r))]
+            err = [[max(0.0, float(values[r]) - intervals[r][0]) if r in intervals else 0.0 for r in shown],
+                   [max(0.0, intervals[r][1] - float(values[r])) if r in intervals else 0.0 for r in shown]]
+        bars = ax.bar(xs, heights, width=width * 0.95, label=name, color=f"C{k}", yerr=err, capsize=3)
         ax.bar_label(bars, fmt="%.4g", fontsize="x-small", padding=2)
         for i, r in enumerate(rows):
             if not _present(values.get(r)):
@@ -116,8 +146,9 @@ def _bars_figure(ours: dict[str, float | None], metric: str, paper: dict[str, fl
 
 
 def plot_bars(ours: dict[str, float | None], metric: str, path, paper: dict[str, float | None] | None = None,
-              title: str = "") -> Path:
-    """Grouped bars per row: ours beside the paper's. None (or NaN) is drawn as an absent bar labelled "not run"
-    (ours) or "not reported" (paper), never as zero. Writes a PNG at `path` and returns it."""
-    fig, _ = _bars_figure(ours, metric, paper, title)
+              title: str = "", intervals: dict[str, tuple[float, float]] | None = None) -> Path:
+    """Grouped bars per row: ours (with its interval, where given) beside the paper's, which callers pass only when
+    it is the same measure. None (or NaN) is drawn as an absent bar labelled "not run" (ours) or "not reported"
+    (paper), never as zero. Writes a PNG at `path` and returns it."""
+    fig, _ = _bars_figure(ours, metric, paper, title, intervals)
     return save_png(fig, path)

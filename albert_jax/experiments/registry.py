@@ -68,6 +68,10 @@ class Experiment:
     # Extra settings per scale for every row's stages: {"cpu": {"pretrain.train.num_train_steps": 1000}}.
     settings: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     source: str = ""  # the file that defines it (set by the registry)
+    # The row every other row's paired differences are taken against (default: the first row), and the
+    # statements of the paper's reading that the table checks against its intervals (evidence.Check).
+    reference: str = ""
+    checks: tuple = ()
 
     def rows_at(self, scale: str) -> list[Row]:
         if scale not in SCALES:

@@ -185,9 +185,40 @@ def row_directory(runs: Path, experiment: str, scale: str, row: R.Row) -> Path:
     return Path(runs) / experiment / scale / row.slug
 
 
+def seed_suffix(seed: int) -> str:
+    """Stage names of pretraining seed k: seed 0 keeps the plain names (`pretrain`, `finetune-<task>`), so a
+    one-seed sweep's rows are what they always were; seed k > 0 adds `-seed-<k>`."""
+    return f"-seed-{seed}" if seed else ""
+
+
+RANDOM_SUFFIX = "-random"  # finetune-<task>-random: the row's architecture fine-tuned from random init
+
+
+def random_init_sets(pretrain: Stage) -> list[str]:
+    """The settings that fine-tune the pretraining stage's architecture from random init with its tokenizer: every
+    model field of the pretraining config but the fine-tuning knobs (dropout, dtype, scan, remat: the fine-tuning
+    protocol's own) and vocab_size (the tokenizer's). The tokenizer is the corpus's cached SentencePiece model,
+    the very file each pretraining run copies, so rows of one architecture have identical random-init stages and
+    the sweep trains one and links the others."""
+    from albert_jax.tasks.finetune import KNOBS
+    from albert_jax.tasks.pretraining.input import tokenizer_model_path
+
+    c = pretrain.config()
+    sets = [f"model.{k}={_format(v)}" for k, v in c.model.items() if k not in KNOBS and k != "vocab_size"]
+    return sets + [f"data.tokenizer={tokenizer_model_path(c.data)}"]
+
+
 def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str] | None = None,
-         experiments_dir: Path | None = None) -> list[RowPlan]:
-    """The stages of every row (or the named ones), with their exact configs; nothing is run or written."""
+         experiments_dir: Path | None = None, seeds: int = 1, random_init: bool | None = None) -> list[RowPlan]:
+    """The stages of every row (or the named ones), with their exact configs; nothing is run or written.
+
+    seeds: pretraining seeds per row (train.seed k = 0..seeds-1, each fine-tuned like seed 0; the instances are
+    the same, so a seed changes the initialisation and the order of the batches). random_init (default: every
+    scale but smoke): each row also fine-tunes its architecture from random init, the baseline that says what
+    pretraining bought."""
+    if seeds < 1:
+        raise SweepError(f"--seeds {seeds}: at least 1")
+    random_init = scale != "smoke" if random_init is None else random_init
     exp_dir = Path(experiments_dir or R.experiments_dir()).resolve()
     if exp_dir.is_relative_to(Path.cwd()):
         exp_dir = exp_dir.relative_to(Path.cwd())  # commands as a user types them from the repository root
@@ -205,11 +236,22 @@ def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str
             src = row_directory(runs, exp.name, scale, exp.row(scale, row.warm_start)) / "pretrain"
             pre_sets += [f"train.init_from={src}", "train.init_mode=deeper"]
         pre_sets += user["pretrain"]
-        stages = [Stage("pretrain", "pretrain", d / "pretrain", f"{exp_dir / 'pretrain.py'}:scale={scale}", pre_sets)]
-        for task in exp.finetune:
-            spec = f"{exp_dir / 'finetune.py'}:task={task},init={d / 'pretrain'},scale={scale}"
-            stages.append(Stage("finetune", f"finetune-{task}", d / f"finetune-{task}", spec,
-                                fixed["finetune"] + user["finetune"]))
+        stages = []
+        for k in range(seeds):
+            sfx = seed_suffix(k)
+            pre = Stage("pretrain", f"pretrain{sfx}", d / f"pretrain{sfx}", f"{exp_dir / 'pretrain.py'}:scale={scale}",
+                        pre_sets + ([f"train.seed={k}"] if k else []))
+            stages.append(pre)
+            for task in exp.finetune:
+                spec = f"{exp_dir / 'finetune.py'}:task={task},init={pre.workdir},scale={scale}"
+                stages.append(Stage("finetune", f"finetune-{task}{sfx}", d / f"finetune-{task}{sfx}", spec,
+                                    fixed["finetune"] + user["finetune"]))
+        if random_init:
+            sets = random_init_sets(stages[0])
+            for task in exp.finetune:
+                spec = f"{exp_dir / 'finetune.py'}:task={task},init=random,scale={scale}"
+                stages.append(Stage("finetune", f"finetune-{task}{RANDOM_SUFFIX}", d / f"finetune-{task}{RANDOM_SUFFIX}",
+                                    spec, sets + fixed["finetune"] + user["finetune"]))
         plans.append(RowPlan(exp.name, scale, row, d, stages))
     return plans
 
@@ -310,23 +352,29 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
 
 
 def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
-                  experiments_dir: str, reuse_stages: bool = True) -> dict:
+                  experiments_dir: str, reuse_stages: bool = True, seeds: int = 1,
+                  random_init: bool | None = None) -> dict:
     """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
         from albert_jax import sharding
 
         sharding.init_distributed()
     exp = R.get(experiment, experiments_dir)
-    plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir))
+    plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init)
     ok = run_rows(plans, reuse_stages=reuse_stages)
     return {"rows": rows, "finished": ok}
 
 
-def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides) -> list[str]:
+def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,
+                    random_init: bool | None = None) -> list[str]:
     out = []
     for g in groups:
         cmd = ["albert-jax", "sweep", exp.name, "--scale", scale, "--runs", str(runs),
                "--rows", ",".join(p.row.slug for p in g)]
+        if seeds != 1:
+            cmd += ["--seeds", str(seeds)]
+        if random_init is not None:
+            cmd += ["--random-init" if random_init else "--no-random-init"]
         for o in overrides or ():
             cmd += ["--set", o]
         out.append(shlex.join(cmd))
@@ -335,7 +383,7 @@ def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPl
 
 def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
            resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout,
-           reuse_stages: bool = True) -> list[dict]:
+           reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None) -> list[dict]:
     """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
     import submitit
 
@@ -352,7 +400,7 @@ def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], ove
     for g in groups:
         names = [p.row.name for p in g]
         job = executor.submit(run_chain_job, exp.name, scale, str(runs), names, list(overrides or ()),
-                              str(experiments_dir), reuse_stages)
+                              str(experiments_dir), reuse_stages, seeds, random_init)
         print(f"submitted job {job.job_id}: {', '.join(names)}", file=out, flush=True)
         jobs.append((names, job))
     if not wait:

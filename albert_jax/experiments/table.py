@@ -14,7 +14,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from albert_jax.experiments import evidence as E
 from albert_jax.experiments import registry as R
+from albert_jax.experiments import stats
 from albert_jax.experiments import sweep as S
 
 MISSING = "—"
@@ -56,29 +60,38 @@ def paper_scale_params(exp: R.Experiment, row_name: str) -> int | None:
     return model_from_section(c.model, vocab_size=c.data.vocab_size).param_count()
 
 
-def _finetune_result(workdir: Path, task: str) -> dict | None:
-    """{'median', 'min', 'max', 'n', 'metric'} of the task's headline dev metric over the seeds finished so far."""
-    from albert_jax.tasks.registry import make_task
-
-    metric = make_task(task).headline
-    results = _read_json(workdir / "results.json")
-    seeds = (results or {}).get("seeds") or [r for r in (_read_json(p / "results.json")
-                                                        for p in sorted(workdir.glob("seed-*"))) if r]
-    values = [s["dev"][metric] for s in seeds if metric in s.get("dev", {})]
-    tests = [s["test"].get(f"test/{metric}") for s in seeds if s.get("test")]
-    if not values:
+def _finetune_result(ts: "E.TaskSamples | None") -> dict | None:
+    """{'median', 'min', 'max', 'n', 'metric', 'estimate', 'majority', 'did_not_learn'} of a task's headline dev
+    metric over every finished seed (pretraining seeds x fine-tuning seeds)."""
+    if ts is None:
         return None
-    out = {"metric": metric, "median": statistics.median(values), "min": min(values), "max": max(values),
-           "n": len(values), "values": values}
-    tests = [t for t in tests if t is not None]
-    if tests:
-        out["test_median"] = statistics.median(tests)
-    return out
+    est = _estimate(ts.samples)
+    values = ts.values
+    return {"metric": ts.metric, "median": est.value, "min": min(values), "max": max(values), "n": len(values),
+            "values": values, "estimate": est, "majority": ts.majority,
+            "did_not_learn": E.did_not_learn(est.value, ts.majority)}
+
+
+def _estimate(samples: list) -> stats.Estimate:
+    return stats.estimate(samples, seed=0)
+
+
+def _difference(a: list, b: list) -> stats.Estimate | None:
+    """a − b, paired by example where both rows kept their examples on the same set, else over seeds."""
+    try:
+        return stats.difference(a, b)
+    except ValueError:  # one row per example, the other per seed, or sets of different sizes: compare seed scores
+        flat = lambda xs: [float(np.mean(x)) if not isinstance(x, tuple) else float(np.sum(x[0]) / np.sum(x[1]))  # noqa: E731
+                           for x in xs]
+        return stats.difference(flat(a), flat(b))
 
 
 def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
-    """One record per row: what the table prints, read from disk."""
+    """One record per row: what the table prints, read from disk. Besides the medians, each record carries its
+    estimates with intervals (`est`), its samples, its paired differences to the reference row (`diff`), the
+    random-init fine-tuning of its architecture (`random`) and ours minus that (`vs_random`)."""
     from albert_jax.config import AlbertConfig
+    from albert_jax.tasks.registry import make_task
 
     out = []
     for p in S.plan(exp, scale, runs):
@@ -90,11 +103,28 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
                                                               "sharing", "sharing_map")} if cfg else None)
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
-        final_step = cfg["experiment"]["train"]["num_train_steps"] if cfg else None
-        final = [m for m in metrics if m.get("step") == final_step and any(k.startswith("eval/") for k in m)]
-        rec["intrinsic"] = {k: v for k, v in final[-1].items() if k.startswith("eval/")} if final else {}
+        pre_dirs = E.seeded_dirs(p.directory, "pretrain")
+        samples = E.intrinsic_samples(pre_dirs)
+        rec["pretrain_seeds"] = len(samples.get("eval/sop_accuracy", []))
+        rec["samples"] = dict(samples)
+        rec["est"] = {k: _estimate(v) for k, v in samples.items() if v}
+        rec["intrinsic"] = {k: e.value for k, e in rec["est"].items()}
         rec["curve"] = [(m["step"], m[exp.curve]) for m in metrics if exp.curve in m]
-        rec["finetune"] = {t: _finetune_result(p.directory / f"finetune-{t}", t) for t in exp.finetune}
+        rec["finetune"], rec["random"] = {}, {}
+        for t in exp.finetune:
+            metric = make_task(t).headline
+            ts = E.finetune_samples(E.seeded_dirs(p.directory, f"finetune-{t}"), metric)
+            rec["finetune"][t] = _finetune_result(ts)
+            if ts is not None:
+                rec["samples"][f"ft:{t}"] = ts.samples
+                rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
+            rec["random"][t] = _finetune_result(E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
+                                                                   metric))
+        rec["vs_random"] = {}
+        for t in exp.finetune:
+            if rec["finetune"][t] and rec["random"][t]:
+                ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"], rec["finetune"][t]["metric"])
+                rec["vs_random"][t] = _difference(rec["samples"][f"ft:{t}"], ts_random.samples)
         step_times = [m["step_time"] for m in metrics if "step_time" in m]
         rec["step_time"] = statistics.median(step_times) if step_times else None
         # The sweep records a finished row in row.json with the settings it ran under (a demo's shorter schedule,
@@ -107,7 +137,36 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     for r in out:
         ok = ref is not None and ref["step_time"] and r["step_time"]
         r["speedup"] = ref["step_time"] / r["step_time"] if ok else None
+    reference = reference_row(exp, out)
+    for r in out:
+        r["diff"] = {}
+        if reference is None or r is reference:
+            continue
+        for key, a in r["samples"].items():
+            b = reference["samples"].get(key)
+            if a and b:
+                r["diff"][key] = _difference(a, b)
     return out
+
+
+def reference_row(exp: R.Experiment, records: list[dict]) -> dict | None:
+    """The row the others are compared with: the experiment's `reference`, else its first row."""
+    if not records:
+        return None
+    name = exp.reference or records[0]["row"]
+    return next((r for r in records if r["row"] == name), None)
+
+
+def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check, str, str]]:
+    """Each of the experiment's checks with its verdict (reproduced, contradicted, not resolved, not run)."""
+    by_row = {r["row"]: r for r in records}
+    est = {r["row"]: r["est"] for r in records}
+    diff = {}
+    for c in exp.checks:
+        a, b = by_row.get(c.row), by_row.get(c.against)
+        if a and b and a["samples"].get(c.column) and b["samples"].get(c.column):
+            diff[(c.row, c.against, c.column)] = _difference(a["samples"][c.column], b["samples"][c.column])
+    return [(c, *c.verdict(est, diff)) for c in exp.checks]
 
 
 # ------------------------------------------------------------------ cells
@@ -116,11 +175,19 @@ def _pct(x: float | None) -> str:
 
 
 def _spread(r: dict | None) -> str:
+    """A fine-tuning cell: median [95% interval], or 'did not learn' when it is within 2 points of the majority."""
     if not r:
         return NOT_RUN
-    if r["n"] == 1:
-        return f"{100 * r['median']:.1f} (1 seed)"
-    return f"{100 * r['median']:.1f} [{100 * r['min']:.1f}–{100 * r['max']:.1f}] ({r['n']} seeds)"
+    if r.get("did_not_learn"):
+        return f"did not learn ({100 * r['median']:.1f}; majority {100 * r['majority']:.1f})"
+    return r["estimate"].text() if "estimate" in r else f"{100 * r['median']:.1f}"
+
+
+def _with_diff(text: str, d: stats.Estimate | None) -> str:
+    """A cell followed by its paired difference to the reference row, marked when its interval excludes 0."""
+    if d is None or text in (NOT_RUN, MISSING) or text.startswith("did not learn"):
+        return text
+    return f"{text}; Δ {100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]{' ✓' if d.resolved else ''}"
 
 
 def _paper(value: Any) -> str:
@@ -162,9 +229,10 @@ def cell(rec: dict, key: str) -> str:
     if name == "step_time":
         return MISSING if rec.get("step_time") is None else f"{rec['step_time']:.3f}"
     if name.startswith("eval/"):
-        return _pct(rec["intrinsic"].get(name)) if rec["intrinsic"] else NOT_RUN
+        e = rec.get("est", {}).get(name)
+        return _with_diff(e.text(), rec.get("diff", {}).get(name)) if e else NOT_RUN
     if name.startswith("ft:"):
-        return _spread(rec["finetune"].get(name[3:]))
+        return _with_diff(_spread(rec["finetune"].get(name[3:])), rec.get("diff", {}).get(name))
     raise KeyError(key)
 
 
@@ -187,11 +255,52 @@ def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
                      "tasks that need the network; add them to the experiment's fine-tuning tasks where it is "
                      "reachable.")
     notes.append("Ours: intrinsic accuracies (%) from each row's final held-out evaluation; fine-tuning: dev "
-                 "median [min–max] over seeds (%). Architecture at this scale: " +
+                 "accuracy (%) of the best dev checkpoint. Architecture at this scale: " +
                  "; ".join(f"{r['row']}: {describe_arch(r['arch'])}" for r in records if r["arch"]) + ".")
+    notes += baseline_lines(exp, records)
+    readings = check_readings(exp, records)
+    if readings:
+        notes.append("The paper's reading, checked against the intervals:")
+        notes += [f"- {c.statement}: **{verdict}**" + (f" ({words})" if words else "") for c, verdict, words in readings]
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
     return "\n".join(lines + [""] + notes) + "\n"
+
+
+def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
+    """What each column's numbers stand against: chance and majority, and random init per architecture."""
+    ref = reference_row(exp, records)
+    seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
+    out = [f"Cells: median over seeds [95% interval, bootstrap over seeds and held-out examples]; Δ: the paired "
+           f"difference to the reference row ({ref['row'] if ref else '—'}), ✓ where its interval excludes 0. "
+           f"Pretraining seeds per row: {', '.join(map(str, seeds)) or '—'}."]
+    base = ["Baselines: held-out SOP and NSP are balanced, chance = majority = 50.0"]
+    first = next((r for r in records if r.get("samples")), None)
+    if first is not None:
+        from albert_jax.experiments.evidence import mlm_majority
+        m = mlm_majority(Path(first["directory"]) / "pretrain")
+        if m is not None:
+            base.append(f"MLM majority (the commonest masked token every time) = {100 * m:.1f}")
+    for t in exp.finetune:
+        r = next((x["finetune"][t] for x in records if x["finetune"].get(t)), None)
+        if r and r.get("majority") is not None:
+            base.append(f"{t} dev majority = {100 * r['majority']:.1f}")
+    out.append("; ".join(base) + ".")
+    shown = set()
+    for r in records:
+        for t in exp.finetune:
+            rnd = r["random"].get(t)
+            if rnd is None or not r["arch"]:
+                continue
+            arch = describe_arch(r["arch"])
+            if (arch, t) not in shown:
+                shown.add((arch, t))
+                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seeds).")
+            d = r["vs_random"].get(t)
+            if d is not None:
+                out.append(f"- {r['row']} − random init on {t}: {100 * d.value:+.1f} [{100 * d.low:+.1f}, "
+                           f"{100 * d.high:+.1f}]{' ✓ resolved' if d.resolved else ' (not resolved)'}")
+    return out
 
 
 def write_csv(exp: R.Experiment, records: list[dict], path: Path) -> Path:
@@ -204,20 +313,21 @@ def write_csv(exp: R.Experiment, records: list[dict], path: Path) -> Path:
     return path
 
 
-def headline_values(exp: R.Experiment, records: list[dict]) -> tuple[dict, dict | None]:
-    """(ours, paper) per row for the bar chart: a fine-tuning task's dev median or an intrinsic metric (%)."""
-    ours, paper = {}, {}
+def headline_values(exp: R.Experiment, records: list[dict]) -> tuple[dict, dict | None, dict]:
+    """(ours, paper, our intervals) per row for the bar chart: a fine-tuning task's dev median or an intrinsic
+    metric (%). The paper's values come along only for an intrinsic metric, the same measure as ours: a local
+    task's dev accuracy and the paper's SST-2 are different measures and never share an axis."""
+    ours, paper, intervals = {}, {}, {}
+    key = f"ft:{exp.headline}" if exp.headline in exp.finetune else exp.headline
     for rec in records:
-        if exp.headline in exp.finetune:
-            r = rec["finetune"].get(exp.headline)
-            ours[rec["row"]] = None if r is None else 100 * r["median"]
-        else:
-            v = rec["intrinsic"].get(exp.headline)
-            ours[rec["row"]] = None if v is None else 100 * v
-        key = next((k for k, (_, o) in R.COLUMNS.items() if o == exp.headline and k in exp.columns), None)
-        value = rec["paper"].get(key) if key else None
+        e = rec.get("est", {}).get(key)
+        ours[rec["row"]] = None if e is None else 100 * e.value
+        if e is not None:
+            intervals[rec["row"]] = (100 * e.low, 100 * e.high)
+        col = next((k for k, (_, o) in R.COLUMNS.items() if o == exp.headline and k in exp.columns), None)
+        value = rec["paper"].get(col) if col and exp.headline.startswith("eval/") else None
         paper[rec["row"]] = value if isinstance(value, (int, float)) else None
-    return ours, (paper if any(v is not None for v in paper.values()) else None)
+    return ours, (paper if any(v is not None for v in paper.values()) else None), intervals
 
 
 def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True) -> tuple[str, list[Path]]:
@@ -231,11 +341,17 @@ def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True)
     if plots:
         from albert_jax.experiments import plots as P
 
-        curves = {r["row"]: r["curve"] for r in records if r["curve"]}
-        if curves:
-            files.append(P.plot_curves(curves, exp.curve, out / "curves.png", title=f"{exp.name} ({scale})"))
-        ours, paper = headline_values(exp, records)
-        files.append(P.plot_bars(ours, exp.headline, out / "bars.png", paper=paper, title=f"{exp.name} ({scale})"))
+        seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
+        caption = (f"{exp.name}, {scale} scale, {'/'.join(map(str, seeds)) or '?'} pretraining seed(s)")
+        curves = {r["row"]: {m: [(x["step"], x[m]) for x in read_metrics(Path(r["directory"]) / "pretrain") if m in x]
+                             for m in E.INTRINSIC} for r in records}
+        if any(any(v.values()) for v in curves.values()):
+            files.append(P.plot_panels(curves, list(E.INTRINSIC), out / "curves.png",
+                                       title=f"{caption}\nheld-out curves of seed 0",
+                                       chance={"eval/sop_accuracy": E.CHANCE, "eval/nsp_accuracy": E.CHANCE}))
+        ours, paper, intervals = headline_values(exp, records)
+        files.append(P.plot_bars(ours, exp.headline, out / "bars.png", paper=paper, intervals=intervals,
+                                 title=f"{caption}\nmedian [95% interval]" + (", the paper's beside" if paper else "")))
     return text, files
 
 

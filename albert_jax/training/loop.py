@@ -82,10 +82,14 @@ def _concat(chunks: list[dict]) -> dict | None:
     return {k: np.concatenate([np.asarray(c[k]) for c in chunks], axis=0) for k in chunks[0]}
 
 
-def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding, num_batches: int = 0
-             ) -> dict[str, float]:
+EXAMPLES_FILE = "eval_examples.npz"  # per-example results of a run's final evaluation (save_examples)
+
+
+def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding, num_batches: int = 0,
+             keep: dict | None = None) -> dict[str, float]:
     """Every eval set: sums added over batches, per-example predictions collected; the task turns them into
-    metrics. num_batches > 0 caps the batches per set (pretraining); 0 reads each set whole (fine-tuning)."""
+    metrics. num_batches > 0 caps the batches per set (pretraining); 0 reads each set whole (fine-tuning).
+    keep: a dict that receives each set's per-example predictions (the tables' intervals bootstrap over them)."""
     out: dict[str, float] = {}
     for name, make_iter in eval_sets.items():
         sums, preds = None, []
@@ -98,6 +102,27 @@ def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding
                 preds.append(p)
         if sums is not None:
             out.update(task.finalize(sums, _concat(preds), name))
+            if keep is not None and preds:
+                keep[name] = _concat(preds)
+    return out
+
+
+def save_examples(path: str, kept: dict[str, dict]) -> None:
+    """{set: {field: per-example array}} as one .npz (`<set>/<field>` keys), written atomically."""
+    arrays = {f"{name}/{k}": np.asarray(v) for name, fields in kept.items() for k, v in fields.items()}
+    if not arrays:
+        return
+    tmp = path + ".tmp.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def load_examples(path: str) -> dict[str, dict[str, np.ndarray]]:
+    out: dict[str, dict[str, np.ndarray]] = {}
+    with np.load(path) as z:
+        for key in z.files:
+            name, _, field = key.partition("/")
+            out.setdefault(name, {})[field] = z[key]
     return out
 
 
@@ -292,8 +317,11 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                     f"the loss and gradient were finite; it was not saved; "
                     f"{_last_good(last_good, checkpointer.directory)}")
             if do_eval:
+                kept = {} if done == t.num_train_steps else None  # the final evaluation keeps its examples
                 last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
-                                     t.eval_batches)
+                                     t.eval_batches, keep=kept)
+                if kept and jax.process_index() == 0:
+                    save_examples(os.path.join(workdir, EXAMPLES_FILE), kept)
                 writer.write(done, {**{f"eval/{k}": v for k, v in last_eval.items()}, **clock.elapsed()})
                 if best_ckpt is not None:
                     value = last_eval.get(run.select)
@@ -330,6 +358,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
     result = {"eval": last_eval, "step": int(jax.device_get(state.step)), "stopped": stop["signal"] is not None}
     if best_ckpt is not None:
         result["best"] = best
-    result["_eval_fn"] = lambda params, sets: evaluate(eval_step, params, task, sets, t.batch_size, batch_sh, 0)
+    result["_eval_fn"] = lambda params, sets, keep=None: evaluate(eval_step, params, task, sets, t.batch_size,
+                                                                   batch_sh, 0, keep=keep)
     result["_abstract_state"] = abstract_state
     return result

@@ -265,16 +265,24 @@ def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = ST
     counts: dict[str, int] = {}
 
     def visit(path, leaf):
-        if isinstance(leaf, nn.Partitioned):
-            n = 0
-            for axis_name in leaf.names:
-                if axis_name not in stack_names:
-                    break
-                n += 1
-            counts[path_to_str(path)] = n
+        n = 0
+        for axis_name in (leaf.names if isinstance(leaf, nn.Partitioned) else ()):  # a leaf without names: 0
+            if axis_name not in stack_names:
+                break
+            n += 1
+        counts[path_to_str(path)] = n
 
     jax.tree_util.tree_map_with_path(visit, boxed_params, is_leaf=lambda x: isinstance(x, nn.Partitioned))
-    return lambda path: counts.get(path, 0)
+
+    def lookup(path: str) -> int:
+        # A path the boxed tree does not hold used to fall back to 0 stacked axes without a word: a scanned stack
+        # would then get one trust ratio for all its layers. Refuse it instead (issue 24).
+        if path not in counts:
+            raise KeyError(f"stacked_axes_from_boxed: no parameter {path!r} in the boxed tree the optimizer was "
+                           f"built from ({len(counts)} leaves, e.g. {next(iter(counts), '')!r}); pass the boxed "
+                           "tree with the same nesting as the parameters the optimizer updates")
+        return counts[path]
+    return lookup
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -246,13 +246,21 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
         return texts
 
 
+def tokenizer_model_path(d) -> Path:
+    """The SentencePiece model file the data section `d` tokenizes with (data.spm_model, or the one
+    `corpus_tokenizer` trains and caches for the corpus); it need not exist yet."""
+    if d.spm_model:
+        return Path(d.spm_model)
+    return _corpus_source(d)[0] / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}.model"
+
+
 def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
     """data.spm_model, or the SentencePiece model trained on the corpus's train text (cached by corpus, vocab
     size and case; benchmarks use it too)."""
     if d.spm_model:
         return tokenization.Tokenizer.load(d.spm_model)
     root = _corpus_source(d)[0]
-    prefix = root / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}"
+    prefix = tokenizer_model_path(d).with_suffix("")
     with _preparing(root):
         if not Path(f"{prefix}.model").exists():
             texts = texts or corpus_texts(d)

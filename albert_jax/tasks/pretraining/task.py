@@ -89,6 +89,21 @@ class PretrainingTask(Task):
                 "sentence_count": jnp.sum(row_w),
                 "real_tokens": jnp.sum(batch["input_mask"].astype(jnp.float32) * row_w[:, None])}
 
+    def eval_outputs(self, outputs, batch):
+        """Sums, and per example (unpacked eval batches): the sentence prediction's correctness, the masked tokens
+        predicted correctly and their count, and the row's weight (0 for padding rows). The final evaluation keeps
+        them: the tables' intervals bootstrap over the held-out examples."""
+        sums = {**self.sums(outputs, batch), **self.counts(batch)}
+        if PACKED_KEY in batch:
+            return sums, None
+        labels = batch["next_sentence_labels"].reshape(-1)
+        w = batch["masked_lm_weights"].astype(jnp.float32)
+        _, correct = _nll_and_correct(outputs["mlm_logits"], batch["masked_lm_ids"])
+        _, s_correct = _nll_and_correct(outputs["sop_logits"], labels)
+        weight = batch.get("example_weight", jnp.ones(labels.shape, jnp.float32)).astype(jnp.float32)
+        return sums, {"sentence_correct": s_correct, "label": labels, "mlm_correct": jnp.sum(correct * w, -1),
+                      "mlm_count": jnp.sum(w, -1), "weight": weight}
+
     def finalize(self, sums, predictions, split):
         """split 'sop' or 'nsp': that set's sentence accuracy/loss; MLM is measured on the first set (sop)."""
         n = max(float(sums["sentence_count"]), 1.0)

@@ -1,0 +1,191 @@
+"""What a table's numbers rest on: each row's samples over pretraining seeds, fine-tuning seeds and held-out
+examples, read from its runs; the baselines (chance, majority, random init); and whether a reading is reproduced.
+
+A row's directory (sweep.py) holds one pretraining run per pretraining seed (`pretrain`, `pretrain-seed-1`, ...)
+and, for each, a fine-tuning workdir per task with its seeds (`finetune-<task>[-seed-k]/seed-<s>`), plus the
+random-init fine-tuning of its architecture (`finetune-<task>-random`). Per example, the final pretraining
+evaluation keeps `eval_examples.npz` and each fine-tuning seed `best_dev_examples.npz`; a run from before those
+files existed contributes its one number, and its interval is then over seeds alone (stats.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from albert_jax.experiments import stats
+
+INTRINSIC = ("eval/mlm_accuracy", "eval/nsp_accuracy", "eval/sop_accuracy")
+EXAMPLES_FILE = "eval_examples.npz"  # training/loop.EXAMPLES_FILE (the loop is not imported to read a table)
+BEST_EXAMPLES_FILE = "best_dev_examples.npz"  # tasks/finetune.BEST_EXAMPLES_FILE
+RANDOM_SUFFIX = "-random"  # sweep.RANDOM_SUFFIX
+# A fine-tuned row whose dev score is within this many points of predicting the majority class for everything
+# did not learn: the table says so instead of printing its score (issue 24).
+DID_NOT_LEARN_POINTS = 2.0
+CHANCE = 0.5  # the held-out SOP and NSP sets are balanced (tasks/pretraining/input.PretrainData.eval_order)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _load(path: Path) -> dict[str, dict[str, np.ndarray]] | None:
+    if not path.is_file():
+        return None
+    out: dict[str, dict[str, np.ndarray]] = {}
+    with np.load(path) as z:
+        for key in z.files:
+            name, _, field = key.partition("/")
+            out.setdefault(name, {})[field] = z[key]
+    return out
+
+
+def seeded_dirs(row_dir: Path, stem: str) -> list[Path]:
+    """`stem`, `stem-seed-1`, `stem-seed-2`, ... that exist, in seed order (seed 0 is the plain name)."""
+    found = {0: row_dir / stem} if (row_dir / stem).is_dir() else {}
+    for p in row_dir.glob(f"{stem}-seed-*"):
+        m = re.fullmatch(re.escape(stem) + r"-seed-(\d+)", p.name)
+        if m and p.is_dir():
+            found[int(m.group(1))] = p
+    return [found[k] for k in sorted(found)]
+
+
+# ------------------------------------------------------------------------------------------ intrinsic samples
+def _final_eval(pre: Path) -> dict | None:
+    cfg = _read_json(pre / "config.json")
+    if not cfg:
+        return None
+    final = cfg["experiment"]["train"]["num_train_steps"]
+    last = None
+    for line in (pre / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if (pre / "metrics.jsonl").is_file() \
+            else []:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("step") == final and any(k.startswith("eval/") for k in rec):
+            last = rec
+    return last
+
+
+def intrinsic_samples(pre_dirs: list[Path]) -> dict[str, list]:
+    """{metric: one sample per finished pretraining seed}: per-example arrays (MLM as a stats.Ratio of correct and
+    masked tokens) when every seed kept its examples, else each seed's final number."""
+    finals = [(p, _final_eval(p)) for p in pre_dirs]
+    finals = [(p, f) for p, f in finals if f]
+    if not finals:
+        return {}
+    examples = [_load(p / EXAMPLES_FILE) for p, _ in finals]
+    if all(e is not None and "sop" in e and "nsp" in e for e in examples):
+        out: dict[str, list] = {k: [] for k in INTRINSIC}
+        for e in examples:
+            keep = {s: e[s]["weight"] > 0 for s in ("sop", "nsp")}
+            out["eval/sop_accuracy"].append(e["sop"]["sentence_correct"][keep["sop"]])
+            out["eval/nsp_accuracy"].append(e["nsp"]["sentence_correct"][keep["nsp"]])
+            out["eval/mlm_accuracy"].append((e["sop"]["mlm_correct"][keep["sop"]], e["sop"]["mlm_count"][keep["sop"]]))
+        return out
+    return {k: [f[k] for _, f in finals if k in f] for k in INTRINSIC if all(k in f for _, f in finals)}
+
+
+# ------------------------------------------------------------------------------------------ fine-tuning samples
+@dataclasses.dataclass
+class TaskSamples:
+    metric: str
+    samples: list  # per (pretraining seed, fine-tuning seed): per-example correctness, or the dev metric
+    values: list[float]  # each seed's dev metric, as its results.json reports it
+    labels: np.ndarray | None = None  # dev labels, for the majority baseline
+
+    @property
+    def majority(self) -> float | None:
+        """The dev share of the commonest label: the score of predicting it for everything."""
+        if self.labels is None or not len(self.labels):
+            return None
+        return max(Counter(self.labels.tolist()).values()) / len(self.labels)
+
+
+def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
+    """Every finished fine-tuning seed under the given workdirs (one per pretraining seed)."""
+    values, per_example, labels = [], [], None
+    for ft in ft_dirs:
+        for seed_dir in sorted(ft.glob("seed-*")):
+            r = _read_json(seed_dir / "results.json")
+            if not r or metric not in r.get("dev", {}):
+                continue
+            values.append(float(r["dev"][metric]))
+            e = _load(seed_dir / BEST_EXAMPLES_FILE)
+            dev = next(iter(e.values())) if e else None
+            if dev is not None and metric == "accuracy" and "pred" in dev:
+                keep = dev["index"] >= 0
+                order = np.argsort(dev["index"][keep], kind="stable")
+                per_example.append((dev["pred"][keep] == dev["label"][keep]).astype(np.float64)[order])
+                labels = dev["label"][keep][order]
+            else:
+                per_example.append(None)
+    if not values:
+        return None
+    complete = all(x is not None for x in per_example) and len({len(x) for x in per_example}) == 1
+    return TaskSamples(metric, per_example if complete else values, values, labels)
+
+
+# ------------------------------------------------------------------------------------------ baselines
+def mlm_majority(pre: Path) -> float | None:
+    """The share of the commonest target token among the held-out masked positions (the MLM majority baseline),
+    read from the run's recorded eval shards."""
+    cfg = _read_json(pre / "config.json")
+    shards = ((cfg or {}).get("data") or {}).get("eval_shards", {}).get("sop")
+    if not shards or not all(Path(s).is_file() for s in shards):
+        return None
+    import grain
+
+    from albert_jax.tasks.pretraining.records import decode_record
+    source = grain.sources.ArrayRecordDataSource(shards)
+    counts: Counter = Counter()
+    for i in range(len(source)):
+        r = decode_record(source[i])
+        w = np.asarray(r["masked_lm_weights"]) > 0
+        counts.update(np.asarray(r["masked_lm_ids"])[w].tolist())
+    total = sum(counts.values())
+    return max(counts.values()) / total if total else None
+
+
+def did_not_learn(value: float, majority: float | None) -> bool:
+    return majority is not None and 100 * value <= 100 * majority + DID_NOT_LEARN_POINTS + 1e-9  # points, as printed
+
+
+# ------------------------------------------------------------------------------------------ readings
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One statement of the paper's reading, put to the table: `row`'s `column` is higher than, lower than, or at
+    the level of `against` (another row, or "chance")."""
+    statement: str
+    column: str  # an intrinsic key (eval/sop_accuracy) or ft:<task>
+    row: str
+    against: str  # a row name, or "chance" (0.5: the balanced SOP/NSP sets)
+    expect: str  # "higher" | "lower" | "chance" (with against="chance": its interval holds 0.5)
+
+    def verdict(self, est: dict[str, dict[str, stats.Estimate]], diff: dict) -> tuple[str, str]:
+        """(reproduced | contradicted | not resolved | not run, the evidence in words)."""
+        if self.against == "chance":
+            e = est.get(self.row, {}).get(self.column)
+            if e is None:
+                return "not run", ""
+            words = f"{self.row}: {e.text()} against chance 50.0"
+            if self.expect == "chance":
+                return ("reproduced" if e.low <= CHANCE <= e.high else "contradicted"), words
+            d = stats.Estimate(e.value - CHANCE, e.low - CHANCE, e.high - CHANCE, e.seeds, e.examples, e.over)
+        else:
+            d = diff.get((self.row, self.against, self.column))
+            if d is None:
+                return "not run", ""
+            words = f"{self.row} − {self.against}: {d.text()}"
+        if not d.resolved:
+            return "not resolved", words
+        right = d.value > 0 if self.expect == "higher" else d.value < 0
+        return ("reproduced" if right else "contradicted"), words

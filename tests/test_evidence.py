@@ -1,0 +1,80 @@
+"""What the tables rest on (albert_jax/experiments/evidence.py): seeds found on disk, per-example samples read back
+from the files the trainer writes, the "did not learn" flag, and the verdicts on the paper's reading."""
+import json
+
+import numpy as np
+import pytest
+
+from albert_jax.experiments import evidence as E
+from albert_jax.experiments import stats
+from albert_jax.training import loop
+
+
+def test_seeded_dirs_in_seed_order_and_not_the_random_init_stage(tmp_path):
+    for name in ("pretrain", "pretrain-seed-10", "pretrain-seed-2", "finetune-x", "finetune-x-random",
+                 "finetune-x-seed-1", "pretrain-seed-x"):
+        (tmp_path / name).mkdir()
+    assert [p.name for p in E.seeded_dirs(tmp_path, "pretrain")] == ["pretrain", "pretrain-seed-2", "pretrain-seed-10"]
+    assert [p.name for p in E.seeded_dirs(tmp_path, "finetune-x")] == ["finetune-x", "finetune-x-seed-1"]
+
+
+def _finetune_seed(directory, seed, pred, label, index, dev_accuracy):
+    d = directory / f"seed-{seed}"
+    d.mkdir(parents=True)
+    (d / "results.json").write_text(json.dumps({"seed": seed, "dev": {"accuracy": dev_accuracy}}))
+    loop.save_examples(str(d / E.BEST_EXAMPLES_FILE), {"dev": {"pred": np.array(pred), "label": np.array(label),
+                                                               "index": np.array(index)}})
+
+
+def test_finetune_samples_are_per_example_correctness_in_example_order(tmp_path):
+    # Written in batch order with a padding row (index -1); read back sorted by example index.
+    _finetune_seed(tmp_path / "ft", 0, pred=[1, 0, 1, 1], label=[1, 1, 0, 0], index=[2, 0, 1, -1], dev_accuracy=1 / 3)
+    _finetune_seed(tmp_path / "ft", 1, pred=[0, 0, 0, 0], label=[1, 1, 0, 0], index=[2, 0, 1, -1], dev_accuracy=1 / 3)
+    ts = E.finetune_samples([tmp_path / "ft"], "accuracy")
+    np.testing.assert_array_equal(ts.samples[0], [0.0, 0.0, 1.0])  # examples 0, 1, 2: wrong, wrong, right
+    np.testing.assert_array_equal(ts.samples[1], [0.0, 1.0, 0.0])
+    assert ts.values == [pytest.approx(1 / 3)] * 2
+    np.testing.assert_array_equal(ts.labels, [1, 0, 1])
+    assert ts.majority == pytest.approx(2 / 3)
+
+
+def test_a_seed_without_its_examples_makes_the_interval_over_seeds_only(tmp_path):
+    _finetune_seed(tmp_path / "ft", 0, pred=[1], label=[1], index=[0], dev_accuracy=1.0)
+    d = tmp_path / "ft" / "seed-1"
+    d.mkdir()
+    (d / "results.json").write_text(json.dumps({"seed": 1, "dev": {"accuracy": 0.5}}))
+    ts = E.finetune_samples([tmp_path / "ft"], "accuracy")
+    assert ts.samples == [1.0, 0.5]
+    assert stats.estimate(ts.samples).over == "seeds"
+
+
+@pytest.mark.parametrize("value,majority,flag", [(0.520, 0.509, True), (0.529, 0.509, True), (0.530, 0.509, False),
+                                                 (0.491, 0.509, True), (0.700, 0.509, False), (0.9, None, False)])
+def test_did_not_learn_within_two_points_of_the_majority(value, majority, flag):
+    assert E.did_not_learn(value, majority) is flag
+
+
+def _est(value, low, high):
+    return stats.Estimate(value, low, high, 3, 2000, "seeds and examples")
+
+
+@pytest.mark.parametrize("diff,expect,verdict", [
+    (_est(0.08, 0.05, 0.11), "higher", "reproduced"),
+    (_est(0.08, 0.05, 0.11), "lower", "contradicted"),
+    (_est(0.01, -0.02, 0.04), "higher", "not resolved"),
+])
+def test_a_reading_against_another_row(diff, expect, verdict):
+    c = E.Check("s", "eval/sop_accuracy", "SOP", "NSP", expect)
+    assert c.verdict({}, {("SOP", "NSP", "eval/sop_accuracy"): diff})[0] == verdict
+    assert c.verdict({}, {})[0] == "not run"
+
+
+@pytest.mark.parametrize("est,expect,verdict", [
+    (_est(0.52, 0.49, 0.55), "chance", "reproduced"),
+    (_est(0.56, 0.53, 0.59), "chance", "contradicted"),
+    (_est(0.56, 0.53, 0.59), "higher", "reproduced"),
+    (_est(0.51, 0.49, 0.53), "higher", "not resolved"),
+])
+def test_a_reading_against_chance(est, expect, verdict):
+    c = E.Check("s", "eval/sop_accuracy", "NSP", "chance", expect)
+    assert c.verdict({"NSP": {"eval/sop_accuracy": est}}, {})[0] == verdict
