@@ -75,7 +75,7 @@ def run_and_check(name: str, runs) -> None:
     if name in EXTRA:
         assert f"Pretraining seeds per row: {seeds}." in table
         for task in exp.finetune:
-            assert f"Random init, E=16 H=128 L=4 all, {task} dev: " in table
+            assert f"Random init, {T.describe_arch(records[0]['arch'])}, {task} dev: " in table
             assert all(r["vs_random"][task] is not None for r in records)
         for check in exp.checks:
             verdict = next(line for line in table.splitlines() if line.startswith(f"- {check.statement}: **"))
