@@ -76,14 +76,18 @@ def _estimate(samples: list) -> stats.Estimate:
     return stats.estimate(samples, seed=0)
 
 
-def _difference(a: list, b: list) -> stats.Estimate | None:
+def _seed_scores(xs: list) -> list[float]:
+    return [float(np.sum(x[0]) / np.sum(x[1])) if isinstance(x, tuple) else float(np.mean(x)) for x in xs]
+
+
+def _difference(a: list, b: list, paired: bool = True) -> stats.Estimate | None:
     """a − b, paired by example where both rows kept their examples on the same set, else over seeds."""
+    if not paired:  # other held-out pairs (another tokenizer or sequence length): only the seed scores compare
+        return stats.difference(_seed_scores(a), _seed_scores(b))
     try:
         return stats.difference(a, b)
     except ValueError:  # one row per example, the other per seed, or sets of different sizes: compare seed scores
-        flat = lambda xs: [float(np.mean(x)) if not isinstance(x, tuple) else float(np.sum(x[0]) / np.sum(x[1]))  # noqa: E731
-                           for x in xs]
-        return stats.difference(flat(a), flat(b))
+        return stats.difference(_seed_scores(a), _seed_scores(b))
 
 
 def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
@@ -107,6 +111,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         samples = E.intrinsic_samples(pre_dirs)
         rec["pretrain_seeds"] = len(samples.get("eval/sop_accuracy", []))
         rec["samples"] = dict(samples)
+        # Which held-out pairs the intrinsic samples are of: rows pair by example only when these are equal.
+        rec["eval_set"] = json.dumps(((cfg or {}).get("data") or {}).get("eval_shards"), sort_keys=True)
         rec["est"] = {k: _estimate(v) for k, v in samples.items() if v}
         rec["intrinsic"] = {k: e.value for k, e in rec["est"].items()}
         rec["curve"] = [(m["step"], m[exp.curve]) for m in metrics if exp.curve in m]
@@ -145,7 +151,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         for key, a in r["samples"].items():
             b = reference["samples"].get(key)
             if a and b:
-                r["diff"][key] = _difference(a, b)
+                r["diff"][key] = _difference(a, b, paired=not key.startswith("eval/")
+                                             or r["eval_set"] == reference["eval_set"])
     return out
 
 
@@ -165,7 +172,8 @@ def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check
     for c in exp.checks:
         a, b = by_row.get(c.row), by_row.get(c.against)
         if a and b and a["samples"].get(c.column) and b["samples"].get(c.column):
-            diff[(c.row, c.against, c.column)] = _difference(a["samples"][c.column], b["samples"][c.column])
+            paired = not c.column.startswith("eval/") or a["eval_set"] == b["eval_set"]
+            diff[(c.row, c.against, c.column)] = _difference(a["samples"][c.column], b["samples"][c.column], paired)
     return [(c, *c.verdict(est, diff)) for c in exp.checks]
 
 
