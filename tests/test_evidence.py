@@ -7,7 +7,7 @@ import pytest
 
 from albert_jax.experiments import evidence as E
 from albert_jax.experiments import stats
-from albert_jax.training import loop
+from albert_jax.training import examples
 
 
 def test_seeded_dirs_in_seed_order_and_not_the_random_init_stage(tmp_path):
@@ -22,7 +22,7 @@ def _finetune_seed(directory, seed, pred, label, index, dev_accuracy):
     d = directory / f"seed-{seed}"
     d.mkdir(parents=True)
     (d / "results.json").write_text(json.dumps({"seed": seed, "dev": {"accuracy": dev_accuracy}}))
-    loop.save_examples(str(d / E.BEST_EXAMPLES_FILE), {"dev": {"pred": np.array(pred), "label": np.array(label),
+    examples.save_examples(str(d / E.BEST_EXAMPLES_FILE), {"dev": {"pred": np.array(pred), "label": np.array(label),
                                                                "index": np.array(index)}})
 
 

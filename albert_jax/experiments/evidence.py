@@ -18,11 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from albert_jax.experiments import stats
+from albert_jax.training.examples import BEST_EXAMPLES_FILE, EXAMPLES_FILE, load_examples
 
 INTRINSIC = ("eval/mlm_accuracy", "eval/nsp_accuracy", "eval/sop_accuracy")
-EXAMPLES_FILE = "eval_examples.npz"  # training/loop.EXAMPLES_FILE (the loop is not imported to read a table)
-BEST_EXAMPLES_FILE = "best_dev_examples.npz"  # tasks/finetune.BEST_EXAMPLES_FILE
-RANDOM_SUFFIX = "-random"  # sweep.RANDOM_SUFFIX
+RANDOM_SUFFIX = "-random"  # finetune-<task>-random: a row's architecture fine-tuned from random init (sweep.py)
 # A fine-tuned row whose dev score is within this many points of predicting the majority class for everything
 # did not learn: the table says so instead of printing its score (issue 24).
 DID_NOT_LEARN_POINTS = 2.0
@@ -34,17 +33,6 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def _load(path: Path) -> dict[str, dict[str, np.ndarray]] | None:
-    if not path.is_file():
-        return None
-    out: dict[str, dict[str, np.ndarray]] = {}
-    with np.load(path) as z:
-        for key in z.files:
-            name, _, field = key.partition("/")
-            out.setdefault(name, {})[field] = z[key]
-    return out
 
 
 def seeded_dirs(row_dir: Path, stem: str) -> list[Path]:
@@ -82,7 +70,7 @@ def intrinsic_samples(pre_dirs: list[Path]) -> dict[str, list]:
     finals = [(p, f) for p, f in finals if f]
     if not finals:
         return {}
-    examples = [_load(p / EXAMPLES_FILE) for p, _ in finals]
+    examples = [load_examples(p / EXAMPLES_FILE) for p, _ in finals]
     if all(e is not None and "sop" in e and "nsp" in e for e in examples):
         out: dict[str, list] = {k: [] for k in INTRINSIC}
         for e in examples:
@@ -119,7 +107,7 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
             if not r or metric not in r.get("dev", {}):
                 continue
             values.append(float(r["dev"][metric]))
-            e = _load(seed_dir / BEST_EXAMPLES_FILE)
+            e = load_examples(seed_dir / BEST_EXAMPLES_FILE)
             dev = next(iter(e.values())) if e else None
             if dev is not None and metric == "accuracy" and "pred" in dev:
                 keep = dev["index"] >= 0

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from albert_jax.experiments import registry as R
+from albert_jax.experiments.evidence import RANDOM_SUFFIX
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
 
@@ -191,7 +192,6 @@ def seed_suffix(seed: int) -> str:
     return f"-seed-{seed}" if seed else ""
 
 
-RANDOM_SUFFIX = "-random"  # finetune-<task>-random: the row's architecture fine-tuned from random init
 
 
 def random_init_sets(pretrain: Stage) -> list[str]:

@@ -31,13 +31,10 @@ from albert_jax.experiments import args, validate
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import loop
+from albert_jax.training import examples, loop
 from albert_jax.training import state as st
 
 log = logging.getLogger("albert_jax.finetune")
-# In each seed-<s>/: the best dev checkpoint's per-example dev predictions (loop.save_examples), which the tables'
-# intervals bootstrap over.
-BEST_EXAMPLES_FILE = "best_dev_examples.npz"
 # Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
 KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
          "scan_layers", "remat_policy")
@@ -321,7 +318,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
         kept: dict = {}  # the best checkpoint's per-example dev predictions: the tables bootstrap over them
         result["_eval_fn"](best_state.params, data.eval_sets, keep=kept)
         if jax.process_index() == 0:
-            loop.save_examples(os.path.join(wd, BEST_EXAMPLES_FILE), kept)
+            examples.save_examples(os.path.join(wd, examples.BEST_EXAMPLES_FILE), kept)
         record = {"seed": seed, "best_step": best_step, "select": task.headline,
                   "dev": best_meta.get("eval", {}), "test": test, "final_dev": result["eval"]}
         if jax.process_index() == 0:

@@ -30,6 +30,7 @@ import numpy as np
 
 from albert_jax import sharding as shd
 from albert_jax.training import checkpoints as ckpt
+from albert_jax.training import examples
 from albert_jax.training import metrics as mx
 from albert_jax.training import optim
 from albert_jax.training import state as st
@@ -82,9 +83,6 @@ def _concat(chunks: list[dict]) -> dict | None:
     return {k: np.concatenate([np.asarray(c[k]) for c in chunks], axis=0) for k in chunks[0]}
 
 
-EXAMPLES_FILE = "eval_examples.npz"  # per-example results of a run's final evaluation (save_examples)
-
-
 def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding, num_batches: int = 0,
              keep: dict | None = None) -> dict[str, float]:
     """Every eval set: sums added over batches, per-example predictions collected; the task turns them into
@@ -104,25 +102,6 @@ def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding
             out.update(task.finalize(sums, _concat(preds), name))
             if keep is not None and preds:
                 keep[name] = _concat(preds)
-    return out
-
-
-def save_examples(path: str, kept: dict[str, dict]) -> None:
-    """{set: {field: per-example array}} as one .npz (`<set>/<field>` keys), written atomically."""
-    arrays = {f"{name}/{k}": np.asarray(v) for name, fields in kept.items() for k, v in fields.items()}
-    if not arrays:
-        return
-    tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)
-
-
-def load_examples(path: str) -> dict[str, dict[str, np.ndarray]]:
-    out: dict[str, dict[str, np.ndarray]] = {}
-    with np.load(path) as z:
-        for key in z.files:
-            name, _, field = key.partition("/")
-            out.setdefault(name, {})[field] = z[key]
     return out
 
 
@@ -321,7 +300,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                 last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
                                      t.eval_batches, keep=kept)
                 if kept and jax.process_index() == 0:
-                    save_examples(os.path.join(workdir, EXAMPLES_FILE), kept)
+                    examples.save_examples(os.path.join(workdir, examples.EXAMPLES_FILE), kept)
                 writer.write(done, {**{f"eval/{k}": v for k, v in last_eval.items()}, **clock.elapsed()})
                 if best_ckpt is not None:
                     value = last_eval.get(run.select)
