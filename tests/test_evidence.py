@@ -78,3 +78,22 @@ def test_a_reading_against_another_row(diff, expect, verdict):
 def test_a_reading_against_chance(est, expect, verdict):
     c = E.Check("s", "eval/sop_accuracy", "NSP", "chance", expect)
     assert c.verdict({"NSP": {"eval/sop_accuracy": est}}, {})[0] == verdict
+
+
+def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
+    """A fine-tuned row stuck at the majority class is flagged, and a reading that compares it is not taken as
+    evidence either way (the demo's NSP row once made 'SOP fine-tunes better' look reproduced)."""
+    from albert_jax.experiments import registry as R
+    from albert_jax.experiments import table as T
+
+    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
+                       checks=(E.Check("a beats b", "ft:t", "a", "b", "higher"),))
+    learnt = {"did_not_learn": False}
+    records = [{"row": "a", "est": {}, "samples": {"ft:t": [0.8, 0.81]}, "finetune": {"t": learnt}},
+               {"row": "b", "est": {}, "samples": {"ft:t": [0.5, 0.5]}, "finetune": {"t": {"did_not_learn": True}}}]
+    for r in records:
+        r["eval_set"] = ""
+    [(check, verdict, words)] = T.check_readings(exp, records)
+    assert (verdict, words) == ("not resolved", "b did not learn")
+    records[1]["finetune"]["t"] = learnt
+    assert T.check_readings(exp, records)[0][1] == "reproduced"

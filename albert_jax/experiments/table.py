@@ -174,7 +174,15 @@ def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check
         if a and b and a["samples"].get(c.column) and b["samples"].get(c.column):
             paired = not c.column.startswith("eval/") or a["eval_set"] == b["eval_set"]
             diff[(c.row, c.against, c.column)] = _difference(a["samples"][c.column], b["samples"][c.column], paired)
-    return [(c, *c.verdict(est, diff)) for c in exp.checks]
+    out = []
+    for c in exp.checks:
+        stuck = [name for name in (c.row, c.against) if name in by_row and c.column.startswith("ft:")
+                 and (by_row[name]["finetune"].get(c.column[3:]) or {}).get("did_not_learn")]
+        if stuck:  # a row stuck at the majority class is no measurement of what pretraining gave it
+            out.append((c, "not resolved", f"{' and '.join(stuck)} did not learn"))
+        else:
+            out.append((c, *c.verdict(est, diff)))
+    return out
 
 
 # ------------------------------------------------------------------ cells
