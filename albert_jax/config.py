@@ -11,14 +11,12 @@ import json
 import re
 from typing import Any
 
+from albert_jax.configs.overrides import ConfigError, field_types, parse_value, register_section, split_arg
+
 SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch")
 DTYPES = ("float32", "bfloat16", "float16")
-
-
-class ConfigError(ValueError):
-    """A config field holds a value that is not allowed; the message names the field."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -383,16 +381,32 @@ def preset(name: str, **overrides: Any) -> AlbertConfig:
 
 
 def parse_overrides(text: str) -> dict[str, Any]:
-    """'sharing=attention,embedding_size=768' -> typed values, by the one parser (experiments/args.py)."""
-    from albert_jax.experiments import args
-
-    types = args.field_types(AlbertConfig)
+    """'sharing=attention,embedding_size=768' -> typed values, by the one parser (configs/overrides.py)."""
+    types = field_types(AlbertConfig)
     out: dict[str, Any] = {}
-    for key, raw in args.split_arg(text).items():
+    for key, raw in split_arg(text).items():
         if key not in types:
             raise ConfigError(f"override {key!r}: unknown field; known fields are {sorted(types)}")
-        out[key] = args.parse_value(key, raw, *types[key])
+        out[key] = parse_value(key, raw, *types[key])
     return out
+
+
+# `--set model.<field>=...` is typed by AlbertConfig's annotations (so None-able fields take `none`).
+register_section("model", AlbertConfig)
+
+
+def model_section(cfg: AlbertConfig):
+    """Every AlbertConfig field as a typed config section (`--set model.embedding_size=256` works on each)."""
+    import ml_collections
+
+    return ml_collections.ConfigDict(cfg.to_dict())
+
+
+def model_from_section(section, **changes: Any) -> AlbertConfig:
+    """The AlbertConfig a model section describes (validated: a bad field is named)."""
+    d = dict(section.to_dict() if hasattr(section, "to_dict") else section)
+    d.update(changes)
+    return AlbertConfig.from_dict(d)
 
 
 def load_json(path: str) -> AlbertConfig:

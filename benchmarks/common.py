@@ -242,7 +242,7 @@ def tokenizer(path: str = ""):
     from albert_jax.data.tokenization import load_tokenizer
     if path:
         return load_tokenizer(path)
-    from albert_jax.experiments.loader import load_config
+    from albert_jax.configs.loader import load_config
     from albert_jax.tasks.pretraining import input as pin
     return pin.corpus_tokenizer(load_config("experiments/pretrain.py:scale=cpu").data)
 
@@ -302,7 +302,7 @@ def pretrain_step(c, vocab_size: int):
     import jax
 
     from albert_jax import sharding as shd
-    from albert_jax.tasks.pretraining.run import model_config_from
+    from albert_jax.runs.pretrain import model_config_from
     from albert_jax.tasks.pretraining.task import PretrainingTask
     from albert_jax.training import optim
     from albert_jax.training import state as st

@@ -40,10 +40,10 @@ def main() -> int:
 
     from albert_jax.compression.early_exit import make_predict
     from albert_jax.data.tokenization import load_tokenizer
+    from albert_jax.runs.finetune import finetuned_params
+    from albert_jax.runs.pretrain import read_run_config
     from albert_jax.tasks.early_exit import patience_exit
     from albert_jax.tasks.features import eval_batches
-    from albert_jax.tasks.finetune import finetuned_params
-    from albert_jax.tasks.pretraining.run import read_run_config
     from albert_jax.tasks.registry import task_of_run
 
     step, _, cfg, info, params = finetuned_params(a.run)

@@ -3,7 +3,7 @@
   python benchmarks/finetune_throughput.py --init workdirs/demo --steps 60 --out ft_throughput.json
   python benchmarks/finetune_throughput.py --tasks rt_sentiment pd_pos --steps 12 --tokenizer W  # init=random
 
-Each task runs `albert_jax.tasks.finetune.finetune` (experiments/finetune.py, scale=cpu, one seed) in a fresh
+Each task runs `albert_jax.runs.finetune.finetune` (experiments/finetune.py, scale=cpu, one seed) in a fresh
 child process, so its peak RSS is that task's alone. Step time is the median over the loop's own metrics.jsonl
 windows (compile step excluded by the loop, first window excluded here); examples/s = batch / step time; useful
 tokens/s counts the real (input_mask) tokens of the task's featurized train split, every option of a multiple-
@@ -72,7 +72,7 @@ def child(args) -> None:
     import numpy as np
 
     from albert_jax.cli.common import load_experiment
-    from albert_jax.tasks import finetune as ft
+    from albert_jax.runs import finetune as ft
     from albert_jax.training import loop
 
     _timed_steps(timings)

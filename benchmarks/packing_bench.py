@@ -33,7 +33,7 @@ SCENARIOS = {
 
 def config_for(overrides):
     import experiments.pretrain as exp
-    from albert_jax.experiments.args import apply_overrides
+    from albert_jax.configs.overrides import apply_overrides
     c = exp.get_config("scale=cpu")
     apply_overrides(c, list(overrides))
     return c
@@ -54,10 +54,11 @@ def main():
     p.add_argument("--max_examples", type=int, default=3)
     args = p.parse_args()
 
+    from common import pretrain_step
+
     from albert_jax import sharding as shd
     from albert_jax.tasks.pretraining import input as pretrain_input
     from albert_jax.tasks.pretraining import packing
-    from common import pretrain_step
 
     print(f"jax {jax.__version__}, {jax.device_count()} x {jax.devices()[0].device_kind}")
     # "ideal" is the gain if a packed step cost what an unpacked one does: the ratio of real tokens per row.

@@ -7,7 +7,8 @@ Run:
 Paper Table 3: all-shared Avg 80.1 at E=128 against 79.8 at E=768; not-shared 81.7 against 82.3. At the cpu
 scale E=16 against E=H=128 (the same ratio of cut: 1 - 16/128 of the V x E table).
 """
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 LABEL = {"all": "all-shared", "attention": "shared-attention", "ffn": "shared-FFN", "none": "not-shared"}
 T3 = {("all", 128): ("12M", 80.1, 90.3), ("all", 768): ("31M", 79.8, 90.6),

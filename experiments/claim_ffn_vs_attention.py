@@ -7,7 +7,8 @@ Run:
 The paper's Table 4 says the opposite (E=128: shared-attention Avg 81.7, shared-FFN 80.2): let the data speak.
 Fine-tuned on a single-sentence and a sentence-pair task.
 """
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 LABEL = {"all": "all-shared", "attention": "shared-attention", "ffn": "shared-FFN", "none": "not-shared"}
 T4_128 = {"attention": ("64M", 81.7, 91.9), "ffn": ("38M", 80.2, 91.7), "all": ("12M", 80.1, 90.3),

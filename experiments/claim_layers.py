@@ -12,8 +12,9 @@ and would hide what sharing does. So the brackets (not-shared, all-shared) are T
 sweep under the same --runs links them instead of training them again. HF cannot express a sharing map:
 these rows export with `--to params`.
 """
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 from albert_jax.config import share_layers
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
 
 
 def rows(scale):

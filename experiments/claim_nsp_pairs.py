@@ -7,7 +7,8 @@ Run:
 The Table 5 models, fine-tuned on our two sentence-pair tasks (paraphrase: verse_paraphrase; same sense:
 wordnet_wic) instead of SST-2.
 """
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 
 def rows(scale):

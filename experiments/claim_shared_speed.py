@@ -7,7 +7,8 @@ Run:
 The two models do the same FLOPs per token; the table reports the median step time of each run (same machine,
 same schedule). Peak memory per sharing mode is measured by the benchmarks (benchmarks/, docs/benchmarks.md).
 """
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 LABEL = {"all": "all-shared", "attention": "shared-attention", "ffn": "shared-FFN", "none": "not-shared"}
 

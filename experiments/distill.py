@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from albert_jax.experiments import args as A
+from albert_jax.configs import overrides as A
 
 DEFAULTS = {"teacher": "", "temperature": 2.0, "alpha": 0.5, "hidden_weight": 0.0}
 
@@ -25,7 +25,7 @@ DEFAULTS = {"teacher": "", "temperature": 2.0, "alpha": 0.5, "hidden_weight": 0.
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
     import os
 
-    from albert_jax.experiments.loader import load_config
+    from albert_jax.configs.loader import load_config
 
     args = A.split_arg(arg)
     mine = {k: args.pop(k) for k in list(args) if k in DEFAULTS}

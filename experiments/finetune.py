@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import ml_collections
 
-from albert_jax.config import preset
-from albert_jax.experiments import args as A
+from albert_jax.config import model_section, preset
+from albert_jax.configs import overrides as A
 
 SCALES = ("smoke", "cpu", "paper")
 SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
                    intermediate_size=256, max_position_embeddings=128)
-from albert_jax.tasks.finetune import KNOBS  # noqa: E402  (one owner)
+from albert_jax.runs.validate import KNOBS  # noqa: E402  (one owner)
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
+    from albert_jax.runs.validate import near
     from albert_jax.tasks.protocol import protocol
-    from albert_jax.experiments.validate import near
     from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
 
     args = A.split_arg(arg)
@@ -68,7 +68,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     albert_dropout = row.albert_dropout if scale == "paper" else 0.0
     base = base.replace(hidden_dropout_prob=albert_dropout, attention_probs_dropout_prob=albert_dropout,
                         classifier_dropout_prob=row.classifier_dropout, vocab_size=1)
-    section = A.model_section(base)
+    section = model_section(base)
     if c.init == "random":
         c.model = section
         c.model.vocab_size = 0  # 0: the tokenizer's

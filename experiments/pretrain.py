@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ml_collections
 
-from albert_jax.config import preset
-from albert_jax.experiments import args as A
+from albert_jax.config import model_section, preset
+from albert_jax.configs import overrides as A
 from albert_jax.tasks.pretraining import packing
 
 SCALES = ("smoke", "cpu", "paper")
@@ -38,7 +38,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
     base = preset(c.model_preset, **(SMOKE_MODEL if c.model_preset == "smoke" else {}))
     # Every model field is a typed config field; vocab_size 0 means "the tokenizer's".
-    c.model = A.model_section(base.replace(vocab_size=1))
+    c.model = model_section(base.replace(vocab_size=1))
     c.model.vocab_size = 0
     model_args = {SHORTHANDS.get(k, k): args.pop(k) for k in list(args) if k in SHORTHANDS or k.startswith("model.")}
 

@@ -7,7 +7,8 @@ Run:
 At the cpu scale every width is H/8 (and E=128 -> 16, heads A/4), depth kept, 500 steps: xxlarge's row (H=512,
 I=2048, 12 layers) is the slowest.' Table 2 (experiments/table2.py) fine-tunes the same models.
 """
-from albert_jax.experiments.registry import SHORT_CPU, Experiment, Row, config_getter, sized
+from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sized
+from albert_jax.ablations.sweep import config_getter
 
 MODELS = {  # name -> H, L, E, sharing, heads, Table 1 params, Table 2 (SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg, Speedup)
     "BERT base": (768, 12, 768, "none", 12, "108M", ("90.4/83.2", "80.4/77.6", 84.5, 92.8, 68.2, 82.3, "4.7x")),

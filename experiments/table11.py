@@ -7,7 +7,8 @@ Run:
 As the paper, a net of 3 or more layers starts from the checkpoint of the previous depth (train.init_mode=deeper:
 same shared layer, applied more times). At the cpu scale H=128 (H/8) and the schedule is 500 steps per depth.
 """
-from albert_jax.experiments.registry import SHORT_CPU, Experiment, Row, config_getter, sized
+from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sized
+from albert_jax.ablations.sweep import config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 DEPTH = {  # layers -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.13)

@@ -6,7 +6,8 @@ Run:
 
 At the cpu scale every width is H/8 (128 ... 768, heads A/4) and the schedule is 500 steps.
 """
-from albert_jax.experiments.registry import SHORT_CPU, Experiment, Row, config_getter, sized
+from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sized
+from albert_jax.ablations.sweep import config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 WIDTH = {  # hidden -> heads, params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.13)

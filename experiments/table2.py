@@ -7,7 +7,8 @@ Run:
 Speedup (ours): BERT-large's median step time over the row's, as the paper's "training data throughput relative
 to BERT-large" (the same machine for every row; at the cpu scale widths are H/8, see experiments/table1.py).
 """
-from albert_jax.experiments.registry import SHORT_CPU, Experiment, Row, config_getter, sibling, sized
+from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sibling, sized
+from albert_jax.ablations.sweep import config_getter
 
 MODELS = sibling(__file__, "table1").MODELS  # the architectures and Table 2's printed values live there
 COLS = ("squad11", "squad20", "mnli", "sst2", "race", "avg", "speedup")

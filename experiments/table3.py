@@ -7,8 +7,9 @@ Run:
 
 At the cpu scale E keeps roughly its ratio to H (H=128): 64 -> 8, 128 -> 16, 256 -> 32, 768 (=H) -> 128.
 """
-from albert_jax.experiments.evidence import Check
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 PAPER = {  # sharing, E -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.5)

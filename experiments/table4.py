@@ -6,10 +6,11 @@ Run:
   albert-jax sweep table4 --scale cpu --runs runs --rows e-128-all-shared,e-128-not-shared   # some rows
 
 `make demo` runs the four E=128 rows with a shorter schedule. At the cpu scale E=768 (=H) is E=H=128 and
-E=128 is E=16 (see albert_jax/experiments/registry.py).
+E=128 is E=16 (see albert_jax/ablations/registry.py).
 """
-from albert_jax.experiments.evidence import Check
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 PAPER = {  # E, sharing -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.6)

@@ -7,8 +7,9 @@ Run:
 Every row's final held-out evaluation measures MLM, NSP and SOP accuracy whatever loss it trained with (the
 paper's intrinsic columns): an NSP-trained model near chance on SOP is the paper's sharpest finding.
 """
-from albert_jax.experiments.evidence import Check
-from albert_jax.experiments.registry import Experiment, Row, base_fields, config_getter
+from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.sweep import config_getter
 
 COLS = ("mlm", "nsp", "sop", "squad11", "squad20", "mnli", "sst2", "race", "avg")
 PAPER = {  # task -> MLM, NSP, SOP, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.7)

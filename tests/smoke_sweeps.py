@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-from albert_jax.experiments import registry as R
-from albert_jax.experiments import table as T
+from albert_jax.ablations import registry as R
+from albert_jax.ablations import table as T
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Fine-tuning in seconds: the smoke scale's 12 steps and 256 examples are more than a plumbing test needs.

@@ -14,9 +14,9 @@ from flax import linen as nn
 from matplotlib import image as mpimg
 
 from albert_jax import main as cli
+from albert_jax.ablations import analysis
 from albert_jax.config import AlbertConfig
 from albert_jax.data.tokenization import load_tokenizer
-from albert_jax.experiments import analysis
 from albert_jax.modeling.model import AlbertModel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +146,7 @@ def test_cli_on_a_pretraining_run_and_a_random_unshared_init(run, tmp_path, caps
 
 
 def test_cli_matches_the_library_on_the_checkpoint(run, tmp_path, capsys):
-    from albert_jax.tasks.pretraining.run import params_from_workdir
+    from albert_jax.runs.pretrain import params_from_workdir
 
     text = os.path.join(ROOT, "tests", "fixtures", "sotu_sample.txt")
     assert cli.main(["analyze", "layers", "--init", str(run), "--out", str(tmp_path), "--text", text,

@@ -6,11 +6,11 @@ import optax
 import pytest
 
 from albert_jax.config import AlbertConfig
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
 from albert_jax.data import bucketing
 from albert_jax.data.tokenization import load_tokenizer
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
-from albert_jax.experiments.validate import ConfigError, validate
+from albert_jax.runs.validate import ConfigError, validate
 from albert_jax.tasks.registry import make_task
 from albert_jax.training import loop, step, workdir
 from albert_jax.training.state import TrainState, fresh_params

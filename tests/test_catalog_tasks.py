@@ -23,11 +23,11 @@ from etils import epath
 from tensorflow_datasets.core.features.feature import TensorInfo
 from tensorflow_datasets.testing.mocking import RandomFakeGenerator
 
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
 from albert_jax.data import builders
 from albert_jax.data import tokenization as T
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
-from albert_jax.tasks import finetune as ft
+from albert_jax.runs import finetune as ft
 from albert_jax.tasks.classification import ClassificationTask
 from albert_jax.tasks.features import TaskDataError
 from albert_jax.tasks.multiple_choice import MultipleChoiceTask, from_tfds_race
@@ -333,13 +333,15 @@ def binary_steps(tokenizer):
     """One jitted train step and eval step for a binary GLUE task, compiled once: the steps of sst2, mrpc, qqp,
     qnli, rte and wnli are the same computation (ClassificationTask, 2 labels, 64 tokens), only finalize differs."""
     from albert_jax import sharding as shd
-    from albert_jax.experiments import args as A
-    from albert_jax.training import optim, state as st, step as ts
+    from albert_jax.config import model_from_section
+    from albert_jax.training import optim
+    from albert_jax.training import state as st
+    from albert_jax.training import step as ts
 
     task = make_task("sst2")
     config = load_config(f"{ROOT}/experiments/finetune.py:task=sst2,init=random,scale=smoke")
     apply_overrides(config, TINY)
-    cfg = A.model_from_section(config.model, vocab_size=tokenizer.vocab_size)
+    cfg = model_from_section(config.model, vocab_size=tokenizer.vocab_size)
     mesh = shd.make_mesh(-1, 1, 1)
     boxed = st.abstract_params(task, cfg)
     tx = optim.make_optimizer("adamw", 1e-4, 2, 1, weight_decay=0.01,
@@ -522,13 +524,13 @@ def test_squad_v2_trains_on_the_gold_start_without_dropout():
     batch is now the one without example_weight, whatever the dropout."""
     from flax import linen as nn
 
-    from albert_jax.experiments import args as A
+    from albert_jax.config import model_from_section
     from albert_jax.training import state as st
 
     task = make_task("squad_v2")
     config = load_config(f"{ROOT}/experiments/finetune.py:task=squad_v2,init=random,scale=smoke")
     apply_overrides(config, [*TINY, "model.classifier_dropout_prob=0.0"])
-    cfg = A.model_from_section(config.model, vocab_size=100)
+    cfg = model_from_section(config.model, vocab_size=100)
     model, params = task.model(cfg), nn.unbox(st.abstract_params(task, cfg))  # shapes only: traced, not run
     z = np.zeros((2, 16), np.int32)
     train = {"input_ids": z + 5, "input_mask": z + 1, "segment_ids": z, "p_mask": z, "is_impossible": z[:, 0],

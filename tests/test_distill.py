@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from albert_jax.config import ConfigError
-from albert_jax.experiments.loader import apply_overrides, load_config
-from albert_jax.tasks import distill as D
-from albert_jax.tasks import finetune as ft
+from albert_jax.configs.loader import apply_overrides, load_config
+from albert_jax.runs import distill as D
+from albert_jax.runs import finetune as ft
 from albert_jax.tasks.registry import make_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,9 +15,9 @@ from flax import linen as nn
 
 from albert_jax.compression.early_exit import make_predict
 from albert_jax.config import AlbertConfig, ConfigError
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
-from albert_jax.tasks import finetune as ft
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
+from albert_jax.runs import finetune as ft
 from albert_jax.tasks.early_exit import EarlyExitClassificationTask, loss_weights, patience_exit, with_head
 from albert_jax.tasks.features import eval_batches
 from albert_jax.tasks.registry import make_task
@@ -101,8 +101,8 @@ def test_while_loop_inference_equals_the_derived_exit(pabee_run):
     step, where, cfg, info, params = ft.finetuned_params(wd / "seed-0")  # a PABEE run reads back as one
     assert where == "best" and info["head"] == "pabee" and cfg.num_hidden_layers == 4
     task = with_head(make_task("rt_sentiment"), "pabee", 4)
-    from albert_jax.tasks.pretraining.run import read_run_config
     from albert_jax.data.tokenization import load_tokenizer
+    from albert_jax.runs.pretrain import read_run_config
 
     data = task.prepare(load_tokenizer(str(wd / "seed-0")), 32, limit=48)  # real rt_sentiment text
     batch = {k: jnp.asarray(v) for k, v in next(iter(eval_batches(data.dev["validation"], 48, None))).items()}
@@ -155,8 +155,8 @@ def test_unsupported_task_and_depth_are_refused(tiny_pretrained, tmp_path):
 
 def test_export_refuses_hf_and_round_trips_params(pabee_run, tmp_path):
     """HF has no class with one classifier per layer: --to hf is refused by name; --to params keeps every exit."""
-    from albert_jax.interop import export as E
     from albert_jax.interop.params_export import load_params_export
+    from albert_jax.runs import export as E
 
     wd, _ = pabee_run
     run = E.resolve_run(str(wd))

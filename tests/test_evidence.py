@@ -1,12 +1,12 @@
-"""What the tables rest on (albert_jax/experiments/evidence.py): seeds found on disk, per-example samples read back
+"""What the tables rest on (albert_jax/ablations/evidence.py): seeds found on disk, per-example samples read back
 from the files the trainer writes, the "did not learn" flag, and the verdicts on the paper's reading."""
 import json
 
 import numpy as np
 import pytest
 
-from albert_jax.experiments import evidence as E
-from albert_jax.experiments import stats
+from albert_jax.ablations import evidence as E
+from albert_jax.ablations import stats
 from albert_jax.training import examples
 
 
@@ -83,8 +83,8 @@ def test_a_reading_against_chance(est, expect, verdict):
 def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
     """A fine-tuned row stuck at the majority class is flagged, and a reading that compares it is not taken as
     evidence either way (the demo's NSP row once made 'SOP fine-tunes better' look reproduced)."""
-    from albert_jax.experiments import registry as R
-    from albert_jax.experiments import table as T
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import table as T
 
     exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
                        checks=(E.Check("a beats b", "ft:t", "a", "b", "higher"),))

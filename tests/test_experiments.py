@@ -1,8 +1,9 @@
 """Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is valid."""
 import pytest
 
-from albert_jax.experiments.args import apply_override, model_from_section
-from albert_jax.experiments.loader import load_config
+from albert_jax.config import model_from_section
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_override
 
 
 def test_variants_select_model_and_task():

@@ -24,9 +24,9 @@ from flax import linen as nn
 from flax import traverse_util
 
 from albert_jax.config import AlbertConfig
-from albert_jax.interop import export as ex
 from albert_jax.interop import params_export as pe
 from albert_jax.main import main
+from albert_jax.runs import export as ex
 from albert_jax.tasks.classification import load_records
 from albert_jax.tasks.registry import make_task
 
@@ -41,9 +41,9 @@ def _texts(source: str, key: str, n: int = 6, split: str = "validation") -> list
 
 
 def _finetune(task, init, wd, *overrides):
-    from albert_jax.experiments.args import apply_overrides
-    from albert_jax.experiments.loader import load_config
-    from albert_jax.tasks.finetune import finetune
+    from albert_jax.configs.loader import load_config
+    from albert_jax.configs.overrides import apply_overrides
+    from albert_jax.runs.finetune import finetune
 
     c = load_config(f"experiments/finetune.py:task={task},init={init},scale=smoke")
     apply_overrides(c, [*RUN, *overrides])
@@ -56,7 +56,7 @@ def runs(tmp_path_factory):
     """One tiny pretraining run (4 layers in 2 groups of 2 inner blocks, so HF gets groups and inner layers), a
     classification run from it and a partially shared one, through the real training code."""
     from albert_jax.cli.common import load_experiment
-    from albert_jax.tasks.pretraining.run import pretrain
+    from albert_jax.runs.pretrain import pretrain
 
     root = tmp_path_factory.mktemp("export")
     pt = root / "pretrain"

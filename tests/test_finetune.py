@@ -10,9 +10,9 @@ import jax
 import numpy as np
 import pytest
 
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
-from albert_jax.tasks import finetune as ft
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
+from albert_jax.runs import finetune as ft
 from albert_jax.tasks.features import Features, TaskDataError, encode_text
 from albert_jax.tasks.registry import LOCAL, make_task
 
@@ -37,7 +37,7 @@ def config_for(task, init, *overrides, scale="smoke"):
 
 
 def test_init_from_pretraining_run_copies_the_encoder(pretrained):
-    from albert_jax.tasks.pretraining.run import params_from_workdir
+    from albert_jax.runs.pretrain import params_from_workdir
 
     task = make_task("rt_sentiment")
     src = ft.resolve_init(str(pretrained))
@@ -111,10 +111,12 @@ def test_evaluation_counts_every_example_once_over_a_padded_last_batch():
               "segment_ids": np.zeros((n, 8), np.int32), "label": rng.integers(0, 2, n).astype(np.int32)}
     feats = Features("validation", arrays)
     import jax.numpy as jnp
+
     from albert_jax.config import preset
-    from albert_jax.training import loop, state as st
-    from albert_jax.training.step import make_eval_step
     from albert_jax.tasks.features import eval_batches
+    from albert_jax.training import loop
+    from albert_jax.training import state as st
+    from albert_jax.training.step import make_eval_step
 
     cfg = preset("smoke", num_hidden_layers=1, vocab_size=50, classifier_dropout_prob=0.0)
     model = task.model(cfg)
@@ -172,7 +174,7 @@ def test_bad_inputs_are_named(pretrained, tmp_path):
 def test_typed_model_fields_keep_the_rest_of_the_scale():
     c = load_config("experiments/pretrain.py:scale=cpu")
     apply_overrides(c, ["model.embedding_size=256", "model.sharing=ffn"])
-    from albert_jax.experiments.args import model_from_section
+    from albert_jax.config import model_from_section
     m = model_from_section(c.model, vocab_size=100)
     assert (m.embedding_size, m.sharing, m.hidden_size, m.num_hidden_layers) == (256, "ffn", 128, 4)
     for bad, msg in (("model.num_hidden_layers=true", "expected a value of type int"),

@@ -15,16 +15,16 @@ import pytest
 tf = pytest.importorskip("tensorflow", reason="TensorFlow is not installed (an optional dependency: "
                          "requirements-tf.txt; `make test` installs it)")
 
+import test_hf_parity as parity  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
+from test_hf_parity import assert_close, assert_trees_equal, hf_config, random_params, run_hf, run_ours  # noqa: E402
 from transformers.models.albert.modeling_albert import load_tf_weights_in_albert  # noqa: E402
 
 from albert_jax.config import AlbertConfig, load_json  # noqa: E402
 from albert_jax.interop.hf import ConversionError, load_hf_pretrained  # noqa: E402
 from albert_jax.interop.tf_checkpoint import load_tf_checkpoint, params_to_tf  # noqa: E402
 from albert_jax.main import main  # noqa: E402
-import test_hf_parity as parity  # noqa: E402
-from test_hf_parity import assert_close, assert_trees_equal, hf_config, random_params, run_hf, run_ours  # noqa: E402
 
 batch = parity.batch  # the parity tests' inputs fixture: padded rows, two segments
 
@@ -183,7 +183,7 @@ def test_wordpiece_release_imports_with_its_vocab(tmp_path, chinese_vocab, to):
     from albert_jax.data.tokenization import load_tokenizer
     from albert_jax.data.wordpiece import WordPieceTokenizer
     from albert_jax.interop.params_export import load_params_export
-    from albert_jax.tasks.finetune import resolve_init
+    from albert_jax.runs.finetune import resolve_init
 
     vocab, lines = chinese_vocab
     size = len(vocab.read_text(encoding="utf-8").splitlines())
@@ -208,7 +208,7 @@ def test_wordpiece_release_imports_with_its_vocab(tmp_path, chinese_vocab, to):
         assert got_cfg == cfg
         assert_trees_equal(got, params)
     with pytest.raises(ValueError, match=f"has {size} pieces but the model config has vocab_size=99"):
-        from albert_jax.interop.tf_checkpoint import import_official
+        from albert_jax.runs.export import import_official
         (tmp_path / "small.json").write_text(json.dumps(cfg.replace(vocab_size=99).to_official_json()))
         import_official(prefix, tmp_path / "small.json", tmp_path / "o2", vocab=vocab)
 

@@ -12,16 +12,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from albert_jax import sharding as shd
 from albert_jax.config import AlbertConfig
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
-from albert_jax.experiments.validate import ConfigError, validate
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
 from albert_jax.data.tokenization import train_tokenizer
+from albert_jax.runs.validate import ConfigError, validate
 from albert_jax.tasks.pretraining import instances as D
 from albert_jax.tasks.pretraining import packing
 from albert_jax.tasks.pretraining.input import PretrainData, _select
 from albert_jax.tasks.pretraining.task import PretrainingTask
-from albert_jax import sharding as shd
 from albert_jax.training import optim, workdir
 from albert_jax.training import state as st
 from albert_jax.training import step as ts

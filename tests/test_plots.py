@@ -6,7 +6,7 @@ import pytest
 from matplotlib import image as mpimg
 from matplotlib.patches import Rectangle
 
-from albert_jax.experiments import plots
+from albert_jax.ablations import plots
 from albert_jax.training.metrics import MetricWriter
 
 

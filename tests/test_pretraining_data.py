@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from albert_jax.tasks.pretraining import instances as D
 from albert_jax.data.tokenization import CLS_ID, MASK_ID, SEP_ID, train_tokenizer
+from albert_jax.tasks.pretraining import instances as D
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 L, P = 128, 20
@@ -412,7 +412,7 @@ def test_balanced_order_keeps_the_rarer_labels_count_of_each_in_a_seeded_order()
 _CONCURRENT_PREPARE = """
 import hashlib, json, sys, time
 from pathlib import Path
-from albert_jax.experiments.loader import load_config
+from albert_jax.configs.loader import load_config
 from albert_jax.tasks.pretraining import input as pretrain_input
 me, other = sys.argv[1:]
 config = load_config("experiments/pretrain.py:scale=smoke")
@@ -433,6 +433,7 @@ def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
     import os
     import subprocess
     import sys
+
     from albert_jax.data import fetch
     fetch.fetch(log=lambda _: None)
     cache = tmp_path / "cache"

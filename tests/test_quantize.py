@@ -18,11 +18,11 @@ from flax import linen as nn
 from albert_jax import sharding as shd
 from albert_jax.compression import quantize as Q
 from albert_jax.compression.run import resolve_run
-from albert_jax.experiments.args import apply_overrides
-from albert_jax.experiments.loader import load_config
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
 from albert_jax.main import main
 from albert_jax.modeling import layers as L
-from albert_jax.tasks import finetune as ft
+from albert_jax.runs import finetune as ft
 from albert_jax.tasks.registry import make_task
 from albert_jax.training import checkpoints as ckpt
 

@@ -1,4 +1,4 @@
-"""The cpu-scale recipe study (albert_jax/experiments/recipes.py): each candidate's command, and the report read from
+"""The cpu-scale recipe study (albert_jax/ablations/recipes.py): each candidate's command, and the report read from
 a real run's metrics (the shared tiny pretraining run stands in as the reference candidate's workdir)."""
 import csv
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from albert_jax.experiments import recipes
+from albert_jax.ablations import recipes
 
 
 def test_every_candidate_is_the_cpu_scale_on_the_whole_mix_with_its_own_changes(tmp_path):

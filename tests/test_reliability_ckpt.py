@@ -88,9 +88,10 @@ def flip_16_bytes(path):
 
 
 def saved_params_finite(workdir):
-    from albert_jax.tasks.pretraining.run import params_from_workdir
     import jax
     import numpy as np
+
+    from albert_jax.runs.pretrain import params_from_workdir
     for step in steps_of(os.path.join(workdir, "checkpoints")):
         params = params_from_workdir(str(workdir), step)[2]
         assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(params)), step

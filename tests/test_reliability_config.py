@@ -12,7 +12,7 @@ import time
 import pytest
 
 from albert_jax import main as cli
-from albert_jax.experiments.loader import load_config
+from albert_jax.configs.loader import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRETRAIN = f"{ROOT}/experiments/pretrain.py:scale=cpu"
@@ -49,7 +49,7 @@ class DataPrepared(Exception):
 @pytest.fixture
 def refuse(run, cache, tmp_path, monkeypatch):
     """Run the command expecting a refusal: exit 2, one stderr line, no data prepared. Returns the line."""
-    from albert_jax.tasks import finetune
+    from albert_jax.runs import finetune
     from albert_jax.tasks.pretraining import input as pretrain_input
 
     def reached(*_, **__):
@@ -104,7 +104,7 @@ def test_a_bad_pretraining_field_is_refused_in_one_line_before_data(refuse, sett
 
 def test_a_python_true_in_a_config_file_is_not_an_integer(refuse, tmp_path):
     conf = tmp_path / "mine.py"
-    conf.write_text("from albert_jax.experiments.loader import load_config\n\n"
+    conf.write_text("from albert_jax.configs.loader import load_config\n\n"
                     "def get_config(arg=''):\n"
                     f"    c = load_config({PRETRAIN!r})\n"
                     "    c.train.log_every = True  # ml_collections accepts a bool in an int field\n"
@@ -207,7 +207,7 @@ def test_iter_lines_refuses_nul_bytes_with_file_and_line(tmp_path):
 # ------------------------------------------------------------------------------------------------ no-effect warnings
 def test_settings_without_effect_warn(caplog, tmp_path, monkeypatch):
     from albert_jax.data.tokenization import train_tokenizer
-    from albert_jax.experiments.validate import ConfigError, validate
+    from albert_jax.runs.validate import ConfigError, validate
 
     monkeypatch.chdir(ROOT)
     c = load_config(PRETRAIN)
@@ -272,7 +272,7 @@ def test_finetuning_arguments_seeds_and_task(refuse):
 
 
 def test_finetuning_settings_without_effect_warn():
-    from albert_jax.experiments.validate import validate
+    from albert_jax.runs.validate import validate
 
     c = load_config(FINETUNE)
     c.init_step, c.reset_head = 3, True
@@ -282,7 +282,7 @@ def test_finetuning_settings_without_effect_warn():
 
 
 def test_check_devices_names_the_mesh_and_the_batch():
-    from albert_jax.experiments.validate import ConfigError, check_devices, validate
+    from albert_jax.runs.validate import ConfigError, check_devices, validate
 
     c = load_config(PRETRAIN)
     c.train.batch_size = 12

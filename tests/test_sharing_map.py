@@ -11,14 +11,22 @@ import pytest
 from flax import linen as nn
 
 from albert_jax import sharding as shd
-from albert_jax.config import (AlbertConfig, ConfigError, format_sharing_map, parse_overrides, parse_sharing_map,
-                               preset, share_layers)
-from albert_jax.experiments.args import apply_override, model_from_section
-from albert_jax.experiments.loader import load_config
-from albert_jax.experiments.validate import check_model_section
+from albert_jax.config import (
+    AlbertConfig,
+    ConfigError,
+    format_sharing_map,
+    model_from_section,
+    parse_overrides,
+    parse_sharing_map,
+    preset,
+    share_layers,
+)
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_override
 from albert_jax.interop import hf
 from albert_jax.modeling import AlbertForPreTraining, AlbertModel
 from albert_jax.modeling.init_tricks import InitError, init_from_group0, warm_start_deeper
+from albert_jax.runs.validate import check_model_section
 
 TINY = preset("smoke", num_hidden_layers=4)
 B, S = 2, 10

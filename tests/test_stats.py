@@ -1,10 +1,10 @@
-"""The interval and difference code of the tables (albert_jax/experiments/stats.py), on hand-worked numbers."""
+"""The interval and difference code of the tables (albert_jax/ablations/stats.py), on hand-worked numbers."""
 import math
 
 import numpy as np
 import pytest
 
-from albert_jax.experiments import stats
+from albert_jax.ablations import stats
 
 
 def test_one_seed_scalar_is_a_point_and_prints_without_an_interval():

@@ -10,13 +10,12 @@ import sys
 import time
 
 import pytest
-
-from albert_jax.config import preset
-from albert_jax.experiments import registry as R
-from albert_jax.experiments import sweep as S
-from albert_jax.experiments import table as T
-
 from smoke_sweeps import ABLATIONS, FAST, ROOT, SIZES
+
+from albert_jax.ablations import registry as R
+from albert_jax.ablations import sweep as S
+from albert_jax.ablations import table as T
+from albert_jax.config import preset
 
 
 def _env():
@@ -44,7 +43,7 @@ def test_every_registered_experiment_has_a_smoke_sweep_in_the_tests():
 
 
 def test_registry_refuses_two_experiments_with_one_name(tmp_path):
-    body = ('from albert_jax.experiments.registry import Experiment, Row\n'
+    body = ('from albert_jax.ablations.registry import Experiment, Row\n'
             'EXPERIMENT = Experiment(name="same", title="t", reading="r", columns=("params",), '
             'rows=lambda scale: [Row("a", {})])\n')
     (tmp_path / "one.py").write_text(body)

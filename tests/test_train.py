@@ -11,15 +11,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from albert_jax import sharding as shd
+from albert_jax.config import preset
+from albert_jax.runs.pretrain import params_from_workdir
+from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import optim
-from albert_jax import sharding as shd
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
-from albert_jax.tasks.pretraining.task import PretrainingTask
-from albert_jax.config import preset
 from albert_jax.training.metrics import read_jsonl
-from albert_jax.tasks.pretraining.run import params_from_workdir
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3

@@ -1,12 +1,12 @@
 """`albert-jax analyze layers`: the paper's Figure 1 (per-layer L2 distance and angle between each layer's input
-and output embeddings) for one or more models, on one figure (albert_jax/experiments/analysis.py)."""
+and output embeddings) for one or more models, on one figure (albert_jax/ablations/analysis.py)."""
 from __future__ import annotations
 
 from albert_jax.cli.common import setup_logging
 
 
 def _layers(args) -> int:
-    from albert_jax.experiments.analysis import analyze_layers, markdown_table
+    from albert_jax.ablations.analysis import analyze_layers, markdown_table
 
     setup_logging(args.log_level)
     records = analyze_layers(args.init, args.out, text=args.text, labels=args.label,

@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import sys
 
-
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -24,8 +23,8 @@ def setup_logging(level: str) -> None:
 
 
 def load_experiment(spec: str, overrides):
-    from albert_jax.experiments.args import apply_overrides
-    from albert_jax.experiments.loader import load_config
+    from albert_jax.configs.loader import load_config
+    from albert_jax.configs.overrides import apply_overrides
 
     config = load_config(spec)
     apply_overrides(config, overrides)

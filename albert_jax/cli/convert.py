@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from albert_jax.config import AlbertConfig
+from albert_jax.runs.export import TARGETS
 
 
 def _cmd_from_hf(args) -> int:
@@ -49,7 +50,7 @@ def _cmd_from_params(args) -> int:
 
 
 def _cmd_from_tf(args) -> int:
-    from albert_jax.interop.tf_checkpoint import import_official
+    from albert_jax.runs.export import import_official
 
     r = import_official(args.checkpoint, args.config, args.out, vocab=args.vocab, to=args.to)
     tok = f", tokenizer {r['vocab']}" if r["vocab"] else " (no tokenizer found: pass --vocab)"
@@ -104,7 +105,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--config", required=True, help="the release's albert_config.json")
     p.add_argument("--vocab", help="30k-clean.model (SentencePiece) or vocab.txt (WordPiece, the Chinese models); "
                    "default: the one *.model or vocab*.txt beside the checkpoint")
-    p.add_argument("--to", default="hf", choices=("hf", "params"), help="hf: config.json + model.safetensors + "
+    p.add_argument("--to", default="hf", choices=TARGETS, help="hf: config.json + model.safetensors + "
                    "tokenizer (transformers and `finetune init=` load it); params: our per-layer orbax export")
     p.add_argument("--out", required=True, help="output directory (new or empty)")
     p.set_defaults(func=_cmd_from_tf)

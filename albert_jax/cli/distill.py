@@ -8,7 +8,7 @@ from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logg
 
 
 def _run(args) -> int:
-    from albert_jax.tasks.distill import distill
+    from albert_jax.runs.distill import distill
 
     setup_logging(args.log_level)
     config = load_experiment(args.config, args.set)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def _list(args) -> int:
-    from albert_jax.experiments.registry import load_registry
+    from albert_jax.ablations.registry import load_registry
 
     for name, exp in load_registry(args.experiments_dir).items():
         rows = len(exp.rows_at("paper"))
@@ -13,7 +13,7 @@ def _list(args) -> int:
 
 
 def _show(args) -> int:
-    from albert_jax.experiments import registry, sweep
+    from albert_jax.ablations import registry, sweep
 
     exp = registry.get(args.name, args.experiments_dir)
     print(f"{exp.name}: {exp.title}  ({exp.source})")

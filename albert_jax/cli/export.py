@@ -1,10 +1,12 @@
-"""`albert-jax export`: a run's checkpoint to a HuggingFace directory or a params-only checkpoint (interop/export.py)."""
+"""`albert-jax export`: a run's checkpoint to a HuggingFace directory or a params-only checkpoint (runs/export.py)."""
 from __future__ import annotations
+
+from albert_jax.runs.export import TARGETS  # light: the module imports JAX only when it exports
 
 
 def run_export(workdir: str, to: str, out: str, step: int | None = None, seed: int | None = None) -> int:
     """What `export` and `convert to-hf --workdir` do: one line on success, ExportRefused/ExportError otherwise."""
-    from albert_jax.interop import export
+    from albert_jax.runs import export
 
     if to not in export.TARGETS:
         raise ValueError(f"--to {to!r}: allowed {', '.join(export.TARGETS)}")
@@ -43,6 +45,6 @@ def add_cli(subparsers) -> None:
         "(Albert*/Bert* for the run's task). --to params: a params-only orbax checkpoint, one subtree per layer, "
         "with layout.json; what HF cannot express (sharing='attention'/'ffn', the SQuAD v2 head) needs it. "
         "docs/export.md has the details.")
-    p.add_argument("--to", required=True, choices=("hf", "params"), help="hf (transformers) or params (orbax)")
+    p.add_argument("--to", required=True, choices=TARGETS, help="hf (transformers) or params (orbax)")
     add_arguments(p)
     p.set_defaults(func=_cmd)

@@ -8,7 +8,7 @@ from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logg
 
 
 def _run(args) -> int:
-    from albert_jax.tasks.finetune import finetune
+    from albert_jax.runs.finetune import finetune
 
     setup_logging(args.log_level)
     config = load_experiment(args.config, args.set)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def _run(args) -> int:
-    from albert_jax.experiments import recipes
+    from albert_jax.ablations import recipes
 
     chosen = recipes.select(args.only)
     if args.print:
@@ -15,7 +15,7 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from albert_jax.experiments import recipes
+    from albert_jax.ablations import recipes
 
     files = recipes.report(args.runs, args.out or args.runs, n_sop=args.sop_pairs, recipes=recipes.select(args.only))
     print((files[-1]).read_text(encoding="utf-8"))

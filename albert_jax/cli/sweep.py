@@ -1,4 +1,4 @@
-"""`albert-jax sweep NAME --scale S --runs DIR`: every row of an experiment, resumable (experiments/sweep.py)."""
+"""`albert-jax sweep NAME --scale S --runs DIR`: every row of an experiment, resumable (ablations/sweep.py)."""
 from __future__ import annotations
 
 import argparse
@@ -6,8 +6,8 @@ from pathlib import Path
 
 
 def _run(args) -> int:
+    from albert_jax.ablations import registry, sweep
     from albert_jax.cli.common import setup_logging
-    from albert_jax.experiments import registry, sweep
 
     setup_logging(args.log_level)
     exp = registry.get(args.name, args.experiments_dir)
@@ -40,7 +40,7 @@ def _run(args) -> int:
         if not args.no_wait and not all(r.get("finished") for r in results):
             return 3
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
-        from albert_jax.experiments import table
+        from albert_jax.ablations import table
 
         text, files = table.build(exp, args.scale, args.runs)
         print("\n" + text)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def _run(args) -> int:
-    from albert_jax.experiments import registry, table
+    from albert_jax.ablations import registry, table
 
     exp = registry.get(args.name, args.experiments_dir)
     if args.best:

@@ -34,9 +34,9 @@ log = logging.getLogger("albert_jax.quantize")
 
 
 def resolve_run(workdir: str, seed: int | None = None):
-    """The fine-tuned run to quantize, read as `albert-jax export` reads it (interop/export.resolve_run: a parent
+    """The fine-tuned run to quantize, read as `albert-jax export` reads it (runs/export.resolve_run: a parent
     workdir gives its best seed by dev score, or `seed`; the best/ checkpoint), refusing a pretraining run."""
-    from albert_jax.interop.export import resolve_run as find
+    from albert_jax.runs.export import resolve_run as find
 
     run = find(workdir, None, seed)
     if run.kind != "finetune":
@@ -80,7 +80,7 @@ def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
 
 def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int | None = None,
                  batch_size: int = 0, repeats: int = 20) -> dict:
-    from albert_jax.tasks.pretraining.run import read_run_config
+    from albert_jax.runs.pretrain import read_run_config
     from albert_jax.tasks.registry import task_of_run
 
     rules = Q.default_rules(activations)  # a bad value fails before anything is read

@@ -293,12 +293,41 @@ def wordnet_definitions(root: Path) -> dict[tuple[str, str], str]:
     return out
 
 
-def wordnet_lemma_span(root: Path) -> dict[str, list[dict]]:
-    from albert_jax.data.labeled import _wordnet_examples
+@functools.lru_cache(maxsize=None)
+def _lemma_pattern(lemma: str) -> re.Pattern:
+    # compiled once per lemma: re's own cache (512 entries) thrashes over WordNet's ~30k lemmas
+    return re.compile(rf"\b{re.escape(lemma)}(?:s|es|ed|d|ing)?\b", re.I)
 
+
+def wordnet_examples(root: Path) -> dict[tuple[str, str], list[tuple[str, str, int, int]]]:
+    """(lemma, pos) -> [(synset offset, example, start, end)] for examples that contain the lemma."""
+    by_key: dict[tuple[str, str], list[tuple[str, str, int, int]]] = defaultdict(list)
+    for pos_name, pos in (("noun", "n"), ("verb", "v"), ("adj", "a"), ("adv", "r")):
+        with open(root / f"usr/share/wordnet/data.{pos_name}", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("  "):  # license header
+                    continue
+                head, _, gloss = line.partition(" | ")
+                fields = head.split()
+                offset, n_words = fields[0], int(fields[3], 16)
+                lemmas = {re.sub(r"\(.*\)$", "", fields[4 + 2 * i]).lower().replace("_", " ") for i in range(n_words)}
+                for example in re.findall(r'"([^"]+)"', gloss):
+                    example = example.strip()
+                    folded = example.lower()
+                    for lemma in sorted(lemmas):
+                        if lemma not in folded:  # cheap pre-filter: the regex below cannot match (5x faster)
+                            continue
+                        # whole-word match, allowing the regular inflections (-s, -es, -ed, -ing, -d)
+                        m = _lemma_pattern(lemma).search(example)
+                        if m:
+                            by_key[(lemma, pos)].append((offset, example, m.start(), m.end()))
+    return by_key
+
+
+def wordnet_lemma_span(root: Path) -> dict[str, list[dict]]:
     definitions = wordnet_definitions(root)
     best: dict[tuple[str, str, str], tuple[int, str, int, int]] = {}
-    for (lemma, pos), exs in _wordnet_examples(root).items():
+    for (lemma, pos), exs in wordnet_examples(root).items():
         for offset, example, start, end in exs:
             key = (pos, offset, example)
             cand = (-(end - start), lemma, start, end)  # the longest match wins, then the first lemma

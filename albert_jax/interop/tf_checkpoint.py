@@ -195,7 +195,6 @@ def params_to_tf(params: dict, config: AlbertConfig) -> dict[str, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------------- import
-TARGETS = ("hf", "params")
 
 
 def find_vocab(prefix: str):
@@ -224,48 +223,3 @@ def load_vocab(path):
         raise ValueError(f"--vocab {path}: SentencePiece's list of pieces and scores, not a tokenizer; pass the "
                          f"model beside it ({path.with_suffix('.model').name})")
     return WordPieceTokenizer(path) if path.suffix == ".txt" else Tokenizer.load(path)
-
-
-def import_official(checkpoint, config_path, out_dir, *, vocab=None, to: str = "hf") -> dict:
-    """`albert-jax convert from-tf`: an official checkpoint + albert_config.json (+ vocabulary) -> `out_dir`.
-
-    to='hf': config.json + model.safetensors + the tokenizer, a HuggingFace ALBERT directory that transformers
-    loads and that `albert-jax finetune init=DIR` starts from. to='params': our params export (orbax, per-layer,
-    layout.json) + the tokenizer. Returns what was written (also saved as albert_jax_import.json).
-    """
-    import json
-
-    from albert_jax.config import load_json
-    from albert_jax.data.tokenization import check_vocab_matches
-    from albert_jax.interop import export, hf
-
-    if to not in TARGETS:
-        raise ValueError(f"--to {to!r}: allowed {', '.join(TARGETS)}")
-    if not Path(config_path).is_file():
-        raise FileNotFoundError(f"--config {config_path}: no such file (the albert_config.json of the release)")
-    config = load_json(config_path)
-    prefix = checkpoint_prefix(checkpoint)
-    vocab = vocab or find_vocab(prefix)
-    tokenizer = load_vocab(vocab) if vocab else None
-    if tokenizer is not None:
-        check_vocab_matches(tokenizer, config.vocab_size)
-    params, report = load_tf_checkpoint(prefix, config)
-    head = "pretraining" if report["heads"] else "model"
-    if to == "hf":
-        hf.check_hf(config, "albert", head)  # refused before anything is written
-    out = export._fresh_dir(out_dir)
-    if to == "hf":
-        hf.save_hf_pretrained(params, config, out, head=head)
-        if tokenizer is not None:
-            export.write_hf_tokenizer(tokenizer, out, config.max_position_embeddings)
-    else:
-        from albert_jax.interop.params_export import save_params_export
-
-        save_params_export(out, config, params, task={"name": "pretrain"} if report["heads"] else {},
-                           source={"tf_checkpoint": prefix})
-        if tokenizer is not None:
-            tokenizer.save(out)
-    report.update(config=str(config_path), vocab=str(vocab) if vocab else None, to=to,
-                  model_class=hf.hf_class("albert", head))
-    (out / "albert_jax_import.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report

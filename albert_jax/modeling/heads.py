@@ -107,7 +107,7 @@ class AlbertForSequenceClassification(nn.Module):
                                                         deterministic=deterministic)
         logits = Classifier(self.config, self.num_labels, self.config.classifier_dropout_prob,
                             name="classifier")(out["pooled_output"], deterministic)
-        # (logits, pooled): distillation reads the vector the classifier reads (tasks/distill.py).
+        # (logits, pooled): distillation reads the vector the classifier reads (runs/distill.py).
         return (logits, out["pooled_output"]) if return_pooled else logits
 
 

@@ -2,7 +2,7 @@
 
 The final evaluation of a run keeps each eval set's per-example predictions (`EXAMPLES_FILE` in the workdir);
 each fine-tuning seed keeps its best dev checkpoint's (`BEST_EXAMPLES_FILE` in seed-<s>/). The tables bootstrap
-their intervals over them (experiments/evidence.py). numpy only: reading a table imports no JAX.
+their intervals over them (ablations/evidence.py). numpy only: reading a table imports no JAX.
 """
 from __future__ import annotations
 

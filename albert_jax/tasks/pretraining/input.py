@@ -219,7 +219,7 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
     """The corpus splits of data section `d` as official-format text files (cached; built when missing).
 
     The validation split is the run's held-out text: pretraining evaluates on it, and the layer analysis
-    (experiments/analysis.py) reads it."""
+    (ablations/analysis.py) reads it."""
     root, tfds_name, source_kwargs = _corpus_source(d)
     with _preparing(root):
         texts = {}

@@ -34,6 +34,9 @@ KINDS = ("pretrain", "finetune")
 INIT_MODES = ("copy", "group0", "deeper")
 MASKING = ("static", "dynamic")
 PRETRAIN_TASKS = ("sop", "nsp", "none")
+# Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
+KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
+         "scan_layers", "remat_policy")
 # Top-level fields that only describe how the config was made (the driver does not read them).
 _DESCRIPTIVE = ("experiment", "arg", "scale", "model_preset")
 
@@ -123,7 +126,7 @@ FINETUNE = {
     "distributed": DISTRIBUTED,
 }
 
-# `albert-jax distill` is a fine-tuning run with this section more (tasks/distill.py).
+# `albert-jax distill` is a fine-tuning run with this section more (runs/distill.py).
 DISTILL = {"teacher": _STR, "temperature": _float(0.0, strict=True),
            "alpha": _float(0.0, hi=1.0, note=" (the soft targets' weight; 1 - alpha on the hard labels)"),
            "hidden_weight": _float(0.0, note=" (0: no hidden-state matching)")}
@@ -215,7 +218,7 @@ def _model_field_name(message: str) -> str:
 def check_model_section(section, vocab_size: int, fields=None) -> AlbertConfig:
     """The model section as an AlbertConfig (only `fields` of it when given: the rest from the defaults), with
     every field's type checked and AlbertConfig's own validation; errors name `model.<field>`."""
-    from albert_jax.experiments.args import field_types
+    from albert_jax.configs.overrides import field_types
 
     if not hasattr(section, "keys"):
         raise ConfigError("the config has no 'model' section")
@@ -463,7 +466,6 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
                               "workdir, e.g. runs/ft_teacher/seed-0)")
     _check_train(c, config.train)
     _check_mesh(config.mesh)
-    from albert_jax.tasks.finetune import KNOBS
     from albert_jax.tasks.registry import TASKS
 
     if config.task not in TASKS:

@@ -78,9 +78,9 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     """Score the train split of `task_name` with the fine-tuned run `teacher` (one seed's workdir); cached in
     `cache_dir` (teacher.npz + teacher.json) and reused when the same teacher, step, task and limit made it."""
     from albert_jax.data import tokenization
-    from albert_jax.tasks.finetune import InitError, finetuned_params
+    from albert_jax.runs.finetune import InitError, finetuned_params
+    from albert_jax.runs.pretrain import read_run_config
     from albert_jax.tasks.features import eval_batches
-    from albert_jax.tasks.pretraining.run import read_run_config
     from albert_jax.tasks.registry import make_task
 
     path = Path(teacher)
@@ -272,8 +272,8 @@ def distill(config, workdir: str) -> dict:
     models' size and dev-split inference speed."""
     import os
 
-    from albert_jax.experiments import validate
-    from albert_jax.tasks import finetune as ft
+    from albert_jax.runs import finetune as ft
+    from albert_jax.runs import validate
     from albert_jax.tasks.registry import make_task
 
     validate.validate(config, "finetune", workdir)

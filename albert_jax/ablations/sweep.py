@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from albert_jax.experiments import registry as R
-from albert_jax.experiments.evidence import RANDOM_SUFFIX
+from albert_jax.ablations import registry as R
+from albert_jax.ablations.evidence import RANDOM_SUFFIX
+from albert_jax.configs.overrides import split_arg
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
 
@@ -48,8 +49,8 @@ class Stage:
     sets: list[str]
 
     def config(self):
-        from albert_jax.experiments.args import apply_overrides
-        from albert_jax.experiments.loader import load_config
+        from albert_jax.configs.loader import load_config
+        from albert_jax.configs.overrides import apply_overrides
 
         c = load_config(self.spec)
         apply_overrides(c, self.sets)
@@ -200,7 +201,7 @@ def random_init_sets(pretrain: Stage) -> list[str]:
     protocol's own) and vocab_size (the tokenizer's). The tokenizer is the corpus's cached SentencePiece model,
     the very file each pretraining run copies, so rows of one architecture have identical random-init stages and
     the sweep trains one and links the others."""
-    from albert_jax.tasks.finetune import KNOBS
+    from albert_jax.runs.validate import KNOBS
     from albert_jax.tasks.pretraining.input import tokenizer_model_path
 
     c = pretrain.config()
@@ -260,7 +261,7 @@ def check(plans: list[RowPlan]) -> None:
     """Every stage's whole config validated before anything runs (a bad setting fails in seconds, not rows later).
 
     A fine-tuning stage's init source does not exist yet, so only its own fields are checked here."""
-    from albert_jax.experiments import validate
+    from albert_jax.runs import validate
 
     for p in plans:
         for s in p.stages:
@@ -303,8 +304,8 @@ def _write_row_json(p: RowPlan, state: dict) -> None:
 
 def run_stage(stage: Stage) -> bool:
     """Runs (or resumes) one stage in this process; False when a signal stopped it before the end."""
-    from albert_jax.tasks.finetune import finetune
-    from albert_jax.tasks.pretraining.run import pretrain
+    from albert_jax.runs.finetune import finetune
+    from albert_jax.runs.pretrain import pretrain
 
     config = stage.config()
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
@@ -417,3 +418,20 @@ SLURM_RESOURCES = {  # per scale: what one row needs (one row = one job; --set n
     "cpu": {"timeout_min": 120, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 4, "gpus_per_node": 0},
     "paper": {"timeout_min": 72 * 60, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 16, "gpus_per_node": 8},
 }
+
+
+def config_getter(exp_name: str):
+    """`get_config` for an experiment file: `experiments/table4.py:row=<name or slug>,scale=cpu` is the
+    pretraining config of that row (as its sweep runs it, warm start from runs/ included), so any one row also
+    runs with `albert-jax pretrain`."""
+    def get_config(arg: str = ""):
+        a = split_arg(arg)
+        scale, name = a.pop("scale", "smoke"), a.pop("row", "")
+        if a:
+            raise R.ExperimentError(f"unknown argument(s) {sorted(a)}: allowed row=<name>, scale={'|'.join(R.SCALES)}")
+        exp = R.get(exp_name)
+        row = exp.row(scale, name) if name else exp.rows_at(scale)[0]
+        rows = [row.name] + ([row.warm_start] if row.warm_start else [])
+        plans = {p.row.name: p for p in plan(exp, scale, Path("runs"), rows=rows)}
+        return plans[row.name].stages[0].config()
+    return get_config

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from albert_jax.experiments.validate import near
+from albert_jax.runs.validate import near
 
 SCALES = ("smoke", "cpu", "paper")
 # The paper's columns, in the order its tables print them; "ours" names the measurement that stands in for the
@@ -125,7 +125,7 @@ def load_registry(directory: str | os.PathLike | None = None) -> dict[str, Exper
                                                               else [])
         for exp in found:
             if not isinstance(exp, Experiment):
-                raise ExperimentError(f"{path}: EXPERIMENT must be an albert_jax.experiments.registry.Experiment")
+                raise ExperimentError(f"{path}: EXPERIMENT must be an albert_jax.ablations.registry.Experiment")
             if exp.name in out:
                 raise ExperimentError(f"experiment name {exp.name!r} is defined twice: {out[exp.name].source} and "
                                       f"{path.name}; names must be unique")
@@ -181,26 +181,6 @@ def base_fields(scale: str, embedding: int, sharing: str, task: str = "sop", **m
     fields = {"model.embedding_size": embedding_at(scale, embedding), "model.sharing": sharing, "data.task": task}
     fields.update({f"model.{k}": v for k, v in model.items()})
     return fields
-
-
-def config_getter(exp_name: str):
-    """`get_config` for an experiment file: `experiments/table4.py:row=<name or slug>,scale=cpu` is the
-    pretraining config of that row (as its sweep runs it, warm start from runs/ included), so any one row also
-    runs with `albert-jax pretrain`."""
-    def get_config(arg: str = ""):
-        from albert_jax.experiments import args as A
-        from albert_jax.experiments import sweep
-
-        a = A.split_arg(arg)
-        scale, name = a.pop("scale", "smoke"), a.pop("row", "")
-        if a:
-            raise ExperimentError(f"unknown argument(s) {sorted(a)}: allowed row=<name>, scale={'|'.join(SCALES)}")
-        exp = get(exp_name)
-        row = exp.row(scale, name) if name else exp.rows_at(scale)[0]
-        rows = [row.name] + ([row.warm_start] if row.warm_start else [])
-        plans = {p.row.name: p for p in sweep.plan(exp, scale, Path("runs"), rows=rows)}
-        return plans[row.name].stages[0].config()
-    return get_config
 
 
 # A shorter cpu schedule for the experiments whose rows are large (Tables 1, 2, 11, 12).

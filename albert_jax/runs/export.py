@@ -93,8 +93,8 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
     import jax
 
     from albert_jax.data import tokenization
-    from albert_jax.tasks.finetune import InitError, checkpoint_steps, finetuned_params
-    from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
+    from albert_jax.runs.finetune import InitError, checkpoint_steps, finetuned_params
+    from albert_jax.runs.pretrain import params_from_workdir, read_run_config
 
     path = Path(workdir)
     if not path.is_dir():
@@ -262,3 +262,49 @@ def _write_json(path: Path, value) -> None:
 def _write_source(out: Path, run: RunParams, target: dict) -> None:
     """Where the export came from (HF ignores unknown files): the run, its step and the classes written."""
     _write_json(out / "albert_jax_export.json", {**run.describe(), "hf": target})
+
+
+def import_official(checkpoint, config_path, out_dir, *, vocab=None, to: str = "hf") -> dict:
+    """`albert-jax convert from-tf`: an official checkpoint + albert_config.json (+ vocabulary) -> `out_dir`.
+
+    to='hf': config.json + model.safetensors + the tokenizer, a HuggingFace ALBERT directory that transformers
+    loads and that `albert-jax finetune init=DIR` starts from. to='params': our params export (orbax, per-layer,
+    layout.json) + the tokenizer. Returns what was written (also saved as albert_jax_import.json).
+    """
+    import json
+
+    from albert_jax.config import load_json
+    from albert_jax.data.tokenization import check_vocab_matches
+    from albert_jax.interop import hf
+    from albert_jax.interop.tf_checkpoint import checkpoint_prefix, find_vocab, load_tf_checkpoint, load_vocab
+
+    if to not in TARGETS:
+        raise ValueError(f"--to {to!r}: allowed {', '.join(TARGETS)}")
+    if not Path(config_path).is_file():
+        raise FileNotFoundError(f"--config {config_path}: no such file (the albert_config.json of the release)")
+    config = load_json(config_path)
+    prefix = checkpoint_prefix(checkpoint)
+    vocab = vocab or find_vocab(prefix)
+    tokenizer = load_vocab(vocab) if vocab else None
+    if tokenizer is not None:
+        check_vocab_matches(tokenizer, config.vocab_size)
+    params, report = load_tf_checkpoint(prefix, config)
+    head = "pretraining" if report["heads"] else "model"
+    if to == "hf":
+        hf.check_hf(config, "albert", head)  # refused before anything is written
+    out = _fresh_dir(out_dir)
+    if to == "hf":
+        hf.save_hf_pretrained(params, config, out, head=head)
+        if tokenizer is not None:
+            write_hf_tokenizer(tokenizer, out, config.max_position_embeddings)
+    else:
+        from albert_jax.interop.params_export import save_params_export
+
+        save_params_export(out, config, params, task={"name": "pretrain"} if report["heads"] else {},
+                           source={"tf_checkpoint": prefix})
+        if tokenizer is not None:
+            tokenizer.save(out)
+    report.update(config=str(config_path), vocab=str(vocab) if vocab else None, to=to,
+                  model_class=hf.hf_class("albert", head))
+    (out / "albert_jax_import.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from albert_jax.experiments.args import apply_override, apply_overrides  # noqa: F401  (the one parser)
+from albert_jax.configs.overrides import apply_override, apply_overrides  # noqa: F401  (the one parser)
 
 
 def load_config(spec: str):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_jax.experiments import stats
+from albert_jax.ablations import stats
 from albert_jax.training.examples import BEST_EXAMPLES_FILE, EXAMPLES_FILE, load_examples
 
 INTRINSIC = ("eval/mlm_accuracy", "eval/nsp_accuracy", "eval/sop_accuracy")

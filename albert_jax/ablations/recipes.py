@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from albert_jax.experiments.plots import METRICS_FILE, save_png
+from albert_jax.ablations.plots import METRICS_FILE, save_png
 
 # What every candidate shares: the whole English mix, evaluated often on every held-out pair.
 COMMON = {"data.max_docs": "0", "train.eval_batches": "0", "train.log_every": "50", "train.checkpoint_every": "500"}

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from albert_jax.experiments import evidence as E
-from albert_jax.experiments import registry as R
-from albert_jax.experiments import stats
-from albert_jax.experiments import sweep as S
+from albert_jax.ablations import evidence as E
+from albert_jax.ablations import registry as R
+from albert_jax.ablations import stats
+from albert_jax.ablations import sweep as S
 
 MISSING = "—"
 NOT_RUN = "not run"
@@ -49,8 +49,9 @@ def read_metrics(workdir: Path) -> list[dict]:
 
 def paper_scale_params(exp: R.Experiment, row_name: str) -> int | None:
     """Our exact count (encoder + pooler, heads apart, V=30000) of the row's architecture at the paper's scale."""
-    from albert_jax.experiments.args import apply_overrides, model_from_section
-    from albert_jax.experiments.loader import load_config
+    from albert_jax.config import model_from_section
+    from albert_jax.configs.loader import load_config
+    from albert_jax.configs.overrides import apply_overrides
 
     rows = {r.name: r for r in exp.rows_at("paper")}
     if row_name not in rows:
@@ -293,7 +294,7 @@ def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
     base = ["Baselines: held-out SOP and NSP are balanced, chance = majority = 50.0"]
     first = next((r for r in records if r.get("samples")), None)
     if first is not None:
-        from albert_jax.experiments.evidence import mlm_majority
+        from albert_jax.ablations.evidence import mlm_majority
         m = mlm_majority(Path(first["directory"]) / "pretrain")
         if m is not None:
             base.append(f"MLM majority (the commonest masked token every time) = {100 * m:.1f}")
@@ -355,7 +356,7 @@ def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True)
     (out / "table.md").write_text(text, encoding="utf-8")
     files = [out / "table.md", write_csv(exp, records, out / "table.csv")]
     if plots:
-        from albert_jax.experiments import plots as P
+        from albert_jax.ablations import plots as P
 
         seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
         caption = (f"{exp.name}, {scale} scale, {'/'.join(map(str, seeds)) or '?'} pretraining seed(s)")

@@ -12,12 +12,12 @@ import os
 from flax import linen as nn
 
 from albert_jax import sharding as shd
-from albert_jax.config import AlbertConfig
-from albert_jax.experiments import args, validate
+from albert_jax.config import AlbertConfig, model_from_section
+from albert_jax.runs import validate
+from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop
 from albert_jax.training import state as st
-from albert_jax.tasks.pretraining.task import PretrainingTask
 
 log = logging.getLogger("albert_jax.pretrain")
 
@@ -41,7 +41,7 @@ def params_from_workdir(workdir: str, step: int | None = None, sharding=None):
 
 def model_config_from(config, vocab_size: int) -> AlbertConfig:
     """The model section as an AlbertConfig; vocab_size 0 means "the tokenizer's"."""
-    return args.model_from_section(config.model, vocab_size=config.model.vocab_size or vocab_size)
+    return model_from_section(config.model, vocab_size=config.model.vocab_size or vocab_size)
 
 
 def initial_params(source_workdir: str, mode: str, model_cfg):

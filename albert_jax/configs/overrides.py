@@ -12,7 +12,10 @@ import types
 import typing
 from typing import Any
 
-from albert_jax.config import AlbertConfig, ConfigError
+
+class ConfigError(ValueError):
+    """A config field holds a value that is not allowed; the message names the field."""
+
 
 _TRUE, _FALSE, _NONE = ("true", "yes", "on"), ("false", "no", "off"), ("none", "null")
 
@@ -141,20 +144,3 @@ def apply_override(config, item: str) -> None:
 def apply_overrides(config, items) -> None:
     for item in items or ():
         apply_override(config, item)
-
-
-register_section("model", AlbertConfig)
-
-
-def model_section(cfg: AlbertConfig):
-    """Every AlbertConfig field as a typed config section (`--set model.embedding_size=256` works on each)."""
-    import ml_collections
-
-    return ml_collections.ConfigDict(cfg.to_dict())
-
-
-def model_from_section(section, **changes: Any) -> AlbertConfig:
-    """The AlbertConfig a model section describes (validated: a bad field is named)."""
-    d = dict(section.to_dict() if hasattr(section, "to_dict") else section)
-    d.update(changes)
-    return AlbertConfig.from_dict(d)

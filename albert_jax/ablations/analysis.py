@@ -180,7 +180,7 @@ def _random_model(spec: str, seed: int):
 
     from albert_jax.config import parse_overrides
     from albert_jax.modeling.model import AlbertModel
-    from albert_jax.tasks.finetune import resolve_init
+    from albert_jax.runs.finetune import resolve_init
 
     like, _, overrides = spec[len(RANDOM_PREFIX):].partition(":")
     if not like:
@@ -197,8 +197,8 @@ def load_model(spec: str, *, step: int | None = None, seed: int = 0, label: str 
     """A model to analyse: a workdir / HuggingFace directory (via resolve_init), or random:W[:overrides]."""
     import ml_collections
 
-    from albert_jax.tasks.finetune import resolve_init
-    from albert_jax.tasks.pretraining.run import read_run_config
+    from albert_jax.runs.finetune import resolve_init
+    from albert_jax.runs.pretrain import read_run_config
 
     if spec.startswith(RANDOM_PREFIX):
         src, cfg, params, like = _random_model(spec, seed)
@@ -305,7 +305,7 @@ def _figure(records: list[dict]):
 
 
 def layers_figure(records: list[dict], path) -> Path:
-    from albert_jax.experiments.plots import save_png
+    from albert_jax.ablations.plots import save_png
 
     fig, _ = _figure(records)
     return save_png(fig, path)

@@ -25,9 +25,10 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from albert_jax.config import AlbertConfig
+from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
-from albert_jax.experiments import args, validate
+from albert_jax.runs import validate
+from albert_jax.runs.validate import KNOBS
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
@@ -35,9 +36,6 @@ from albert_jax.training import examples, loop
 from albert_jax.training import state as st
 
 log = logging.getLogger("albert_jax.finetune")
-# Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
-KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
-         "scan_layers", "remat_policy")
 
 
 class FinetuneError(ValueError):
@@ -79,7 +77,7 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
     step=None reads best/ (the best dev checkpoint) when there is one, else the latest of checkpoints/; a given
     step is read from checkpoints/, or from best/ when that is where it is. `sharding` as in
     `checkpoints.restore_params_only`."""
-    from albert_jax.tasks.pretraining.run import read_run_config
+    from albert_jax.runs.pretrain import read_run_config
 
     path = Path(workdir)
     run_cfg = read_run_config(str(path))
@@ -100,7 +98,7 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
 
 
 def _workdir_source(path: Path, step: int | None) -> InitSource:
-    from albert_jax.tasks.pretraining.run import params_from_workdir, read_run_config
+    from albert_jax.runs.pretrain import params_from_workdir, read_run_config
 
     run_cfg = read_run_config(str(path))
     cfg = AlbertConfig.from_dict(run_cfg["model"])
@@ -194,7 +192,7 @@ def _merge(fresh: dict, loaded: dict, where: str) -> dict:
 def model_config(config, src: InitSource, tokenizer) -> AlbertConfig:
     """The fine-tuning model: the source's architecture with this run's knobs (dropout, dtype, scan, remat)."""
     if src.kind == "random":
-        cfg = args.model_from_section(config.model, vocab_size=config.model.vocab_size or tokenizer.vocab_size)
+        cfg = model_from_section(config.model, vocab_size=config.model.vocab_size or tokenizer.vocab_size)
     else:
         cfg = src.model_cfg.replace(**{k: config.model[k] for k in KNOBS})
         if config.depth:
@@ -274,8 +272,8 @@ def student_model(config) -> tuple[InitSource, Any, AlbertConfig]:
 
 def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dict:
     """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
-    does: tasks/distill.py), everything else is the same core."""
-    from albert_jax.tasks.pretraining.run import init_distributed
+    does: runs/distill.py), everything else is the same core."""
+    from albert_jax.runs.pretrain import init_distributed
 
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
     init_distributed(config)
