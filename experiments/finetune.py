@@ -24,10 +24,9 @@ import ml_collections
 
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
+from albert_jax.configs.scales import SCALES, SMOKE_MODEL
+from albert_jax.training.optim import WEIGHT_DECAY
 
-SCALES = ("smoke", "cpu", "paper")
-SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                   intermediate_size=256, max_position_embeddings=128)
 from albert_jax.runs.validate import KNOBS  # noqa: E402  (one owner)
 
 
@@ -92,7 +91,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.train.batch_size = {"smoke": 16, "cpu": 32, "paper": row.batch_size}[scale]
     c.train.num_train_steps = {"smoke": 12, "cpu": 400, "paper": row.num_train_steps}[scale]
     c.train.warmup_steps = {"smoke": 2, "cpu": 40, "paper": row.warmup_steps}[scale]
-    c.train.weight_decay = 0.01
+    c.train.weight_decay = WEIGHT_DECAY
     c.train.grad_accum_steps = 1
     c.train.log_every = {"smoke": 4, "cpu": 50, "paper": 100}[scale]
     c.train.eval_every = {"smoke": 6, "cpu": 100, "paper": 1000}[scale]

@@ -16,12 +16,9 @@ import ml_collections
 
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
+from albert_jax.configs.scales import SCALES, SMOKE_MODEL
 from albert_jax.tasks.pretraining import packing
 
-SCALES = ("smoke", "cpu", "paper")
-# A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64.
-SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                   intermediate_size=256, max_position_embeddings=128)
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
 

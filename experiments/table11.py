@@ -7,10 +7,9 @@ Run:
 As the paper, a net of 3 or more layers starts from the checkpoint of the previous depth (train.init_mode=deeper:
 same shared layer, applied more times). At the cpu scale H=128 (H/8) and the schedule is 500 steps per depth.
 """
-from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sized
+from albert_jax.ablations.registry import DOWNSTREAM, SHORT_CPU, Experiment, Row, sized
 from albert_jax.ablations.sweep import config_getter
 
-DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 DEPTH = {  # layers -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.13)
     1: ("18M", "31.1/22.9", "50.1/50.1", 66.4, 80.8, 40.1, 52.9),
     3: ("18M", "79.8/69.7", "64.4/61.7", 77.7, 86.7, 54.0, 71.2),
@@ -23,7 +22,7 @@ DEPTH = {  # layers -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (alber
 
 def depth_rows(scale):
     depths = list(DEPTH)
-    return [Row(f"L={n}", sized(scale, 1024, n, 128, "all", 16), dict(zip(("params",) + DOWN, DEPTH[n])),
+    return [Row(f"L={n}", sized(scale, 1024, n, 128, "all", 16), dict(zip(("params",) + DOWNSTREAM, DEPTH[n])),
                 warm_start=f"L={depths[i - 1]}" if n >= 3 else "")
             for i, n in enumerate(depths)]
 
@@ -31,5 +30,5 @@ def depth_rows(scale):
 EXPERIMENT = Experiment(
     name="table11", title="Table 11: number of layers (ALBERT-large config)",
     reading="depth helps up to 12-24 layers and saturates (48 layers is no better than 24)",
-    columns=("params",) + DOWN, rows=depth_rows, settings=SHORT_CPU)
+    columns=("params",) + DOWNSTREAM, rows=depth_rows, settings=SHORT_CPU)
 get_config = config_getter("table11")

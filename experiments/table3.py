@@ -8,10 +8,9 @@ Run:
 At the cpu scale E keeps roughly its ratio to H (H=128): 64 -> 8, 128 -> 16, 256 -> 32, 768 (=H) -> 128.
 """
 from albert_jax.ablations.evidence import Check
-from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.registry import DOWNSTREAM, Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 
-DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 PAPER = {  # sharing, E -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.5)
     ("none", 64): ("87M", "89.9/82.9", "80.1/77.8", 82.9, 91.5, 66.7, 81.3),
     ("none", 128): ("89M", "89.9/82.8", "80.3/77.3", 83.7, 91.5, 67.9, 81.7),
@@ -26,14 +25,14 @@ LABEL = {"none": "not-shared", "all": "all-shared"}
 
 
 def rows(scale):
-    return [Row(f"{LABEL[sharing]} E={e}", base_fields(scale, e, sharing), dict(zip(("params",) + DOWN, values)))
+    return [Row(f"{LABEL[sharing]} E={e}", base_fields(scale, e, sharing), dict(zip(("params",) + DOWNSTREAM, values)))
             for (sharing, e), values in PAPER.items()]
 
 
 EXPERIMENT = Experiment(
     name="table3", title="Table 3: embedding size E (ALBERT-base)",
     reading="without sharing a larger E helps a little; with all-shared parameters E=128 is best",
-    columns=("params",) + DOWN, rows=rows, reference="all-shared E=128",
+    columns=("params",) + DOWNSTREAM, rows=rows, reference="all-shared E=128",
     checks=(
         Check("not shared, the largest E is better than the smallest", "ft:rt_sentiment", "not-shared E=768",
               "not-shared E=64", "higher"),

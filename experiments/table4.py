@@ -9,10 +9,9 @@ Run:
 E=128 is E=16 (see albert_jax/ablations/registry.py).
 """
 from albert_jax.ablations.evidence import Check
-from albert_jax.ablations.registry import Experiment, Row, base_fields
+from albert_jax.ablations.registry import DOWNSTREAM, Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 
-DOWN = ("squad11", "squad20", "mnli", "sst2", "race", "avg")
 PAPER = {  # E, sharing -> params, SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg (albert.md 1.6)
     (768, "all"): ("31M", "88.6/81.5", "79.2/76.6", 82.0, 90.6, 63.3, 79.8),
     (768, "attention"): ("83M", "89.9/82.7", "80.0/77.2", 84.0, 91.4, 67.7, 81.6),
@@ -27,7 +26,7 @@ LABEL = {"all": "all-shared", "attention": "shared-attention", "ffn": "shared-FF
 
 
 def rows(scale):
-    return [Row(f"E={e} {LABEL[sharing]}", base_fields(scale, e, sharing), dict(zip(("params",) + DOWN, values)))
+    return [Row(f"E={e} {LABEL[sharing]}", base_fields(scale, e, sharing), dict(zip(("params",) + DOWNSTREAM, values)))
             for (e, sharing), values in PAPER.items()]
 
 
@@ -35,7 +34,7 @@ EXPERIMENT = Experiment(
     name="table4", title="Table 4: cross-layer parameter-sharing strategies (ALBERT-base)",
     reading="sharing all parameters costs 1.5 (E=128) to 2.5 (E=768) Avg points, most of it from sharing the FFN; "
             "sharing attention costs little",
-    columns=("params",) + DOWN, rows=rows, reference="E=768 not-shared",
+    columns=("params",) + DOWNSTREAM, rows=rows, reference="E=768 not-shared",
     checks=tuple(
         Check(f"at E={e}, {what}", "ft:rt_sentiment", f"E={e} {row}", f"E={e} {against}", "lower")
         for e in (768, 128) for what, row, against in (

@@ -113,3 +113,11 @@ def test_flops_count_every_applied_layer():
     assert base.replace(inner_group_num=2).flops_per_token(512) > 1.9 * base.flops_per_token(512) - 1e8
     large = preset("albert-large")
     assert abs(large.flops_per_token(512) / 1e9 - 1.967) < 0.001  # the table counts the MLM head too
+
+
+def test_every_remat_policy_name_has_an_implementation():
+    # config.py owns the names; the encoder maps each but "none" to what the backward pass keeps
+    from albert_jax.config import REMAT_POLICIES
+    from albert_jax.modeling.encoder import _SAVED
+
+    assert set(REMAT_POLICIES) - {"none"} == set(_SAVED)

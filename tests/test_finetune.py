@@ -4,7 +4,6 @@ inputs a user meets (unknown task, wrong init path, tokenizer mismatch, a head t
 import json
 import os
 import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_overrides
+from fault_main import command
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.features import Features, TaskDataError, encode_text
 from albert_jax.tasks.registry import LOCAL, make_task
@@ -74,13 +74,13 @@ def test_sigkill_mid_finetune_resumes_to_the_same_result(pretrained, tmp_path):
     for o in TINY:
         args += ["--set", o]
 
-    def run(wd, env=None):
-        return subprocess.run([sys.executable, "-m", "albert_jax.main", "finetune", "--workdir", str(wd), *args],
-                              cwd=ROOT, env={**_env(), **(env or {})}, capture_output=True, text=True, timeout=600)
+    def run(wd, kill_at=None):
+        return subprocess.run([*command(kill_at), "finetune", "--workdir", str(wd), *args],
+                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
 
     whole = run(tmp_path / "whole")
     assert whole.returncode == 0, whole.stderr[-2000:]
-    killed = run(tmp_path / "killed", {"ALBERT_JAX_FAULT_SIGKILL_AT_STEP": "4"})
+    killed = run(tmp_path / "killed", kill_at=4)
     assert killed.returncode == -9
     resumed = run(tmp_path / "killed")
     assert resumed.returncode == 0, resumed.stderr[-2000:]

@@ -163,7 +163,7 @@ def test_wordnet_lemma_span_answers(sets):
         for e in exs:
             text, start = e["answer_text"], e["answer_start"]
             assert e["context"][start:start + len(text)] == text
-            assert labeled._lemma_pattern(split_key("wordnet_lemma_span", e)).fullmatch(text), e
+            assert labeled_tasks._lemma_pattern(split_key("wordnet_lemma_span", e)).fullmatch(text), e
             assert '"' not in e["question"] and not e["question"].endswith(";")
     wic = labeled.load_labeled("wordnet_wic")
     lemmas = {s: {split_key("wordnet_lemma_span", e) for e in exs} for s, exs in data.items()}

@@ -17,7 +17,7 @@ from flax import linen as nn
 
 from albert_jax import sharding as shd
 from albert_jax.compression import quantize as Q
-from albert_jax.compression.run import resolve_run
+from albert_jax.compression.run import finetuned_run
 from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_overrides
 from albert_jax.main import main
@@ -200,4 +200,4 @@ def test_bad_workdirs_are_one_line(run, tmp_path, capsys):
         assert main(["quantize", "--workdir", str(wd), "--out", str(tmp_path / "o"), *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
-    assert resolve_run(str(run)).seed == 0  # a parent workdir: its best seed by dev score (here the only one)
+    assert finetuned_run(str(run)).seed == 0  # a parent workdir: its best seed by dev score (here the only one)

@@ -15,6 +15,7 @@ import pytest
 
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training.metrics import read_jsonl
+from fault_main import command as albert_jax_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # 8 steps, checkpoints at 4 and 8, one evaluation at the end.
@@ -42,12 +43,12 @@ def _env(extra=None):
     return e
 
 
-def _cmd(workdir, *extra, command="pretrain"):
-    return [sys.executable, "-m", "albert_jax.main", command, "--workdir", str(workdir), *TINY, *extra]
+def _cmd(workdir, *extra, command="pretrain", kill_at=None):
+    return [*albert_jax_cli(kill_at), command, "--workdir", str(workdir), *TINY, *extra]
 
 
-def pretrain(workdir, *extra, env=None, check=True):
-    p = subprocess.run(_cmd(workdir, *extra), cwd=ROOT, env=_env(env), capture_output=True, text=True, timeout=600)
+def pretrain(workdir, *extra, env=None, check=True, kill_at=None):
+    p = subprocess.run(_cmd(workdir, *extra, kill_at=kill_at), cwd=ROOT, env=_env(env), capture_output=True, text=True, timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"pretrain failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return p
@@ -207,7 +208,7 @@ def test_one_writer_per_workdir_and_a_killed_holder_does_not_leave_it_locked(tmp
         first.wait(timeout=60)
         first.stderr.close()
     # The kernel dropped the dead holder's lock: a new run trains (and kills itself after its first step).
-    third = pretrain(wd, env={"ALBERT_JAX_FAULT_SIGKILL_AT_STEP": "1"}, check=False)
+    third = pretrain(wd, check=False, kill_at=1)
     assert third.returncode == -9, third.stderr[-3000:]
     assert 1 in rows(wd)
 

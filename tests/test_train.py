@@ -20,6 +20,7 @@ from albert_jax.training import optim
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
 from albert_jax.training.metrics import read_jsonl
+from fault_main import command
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
@@ -101,11 +102,11 @@ DETERMINISTIC = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def pretrain(workdir, *extra, env=None, check=True):
+def pretrain(workdir, *extra, env=None, check=True, kill_at=None):
     # A fresh process: one CPU device, as a user's laptop run.
     e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(workdir), *SMOKE,
+    p = subprocess.run([*command(kill_at), "pretrain", "--workdir", str(workdir), *SMOKE,
                         *extra], cwd=ROOT, env=e, capture_output=True, text=True, timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"pretrain failed ({p.returncode}):\n{p.stderr[-3000:]}")
@@ -132,7 +133,7 @@ def uninterrupted(tmp_path_factory):
 
 def test_sigkill_and_resume_is_bitwise_identical(uninterrupted, tmp_path):
     wd = tmp_path / "killed"
-    p = pretrain(wd, env={"ALBERT_JAX_FAULT_SIGKILL_AT_STEP": "6"}, check=False)
+    p = pretrain(wd, check=False, kill_at=6)
     assert p.returncode == -9  # really killed, no clean-up ran
     assert ckpt.Checkpointer(str(wd / "checkpoints")).steps() == [4]
     pretrain(wd)  # resumes from step 4 on its own

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from albert_jax.ablations import stats
+from albert_jax.training import rundir
 from albert_jax.training.examples import BEST_EXAMPLES_FILE, EXAMPLES_FILE, load_examples
 
 INTRINSIC = ("eval/mlm_accuracy", "eval/nsp_accuracy", "eval/sop_accuracy")
@@ -47,12 +48,12 @@ def seeded_dirs(row_dir: Path, stem: str) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------ intrinsic samples
 def _final_eval(pre: Path) -> dict | None:
-    cfg = _read_json(pre / "config.json")
+    cfg = _read_json(pre / rundir.CONFIG)
     if not cfg:
         return None
     final = cfg["experiment"]["train"]["num_train_steps"]
     last = None
-    for line in (pre / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if (pre / "metrics.jsonl").is_file() \
+    for line in (pre / rundir.METRICS).read_text(encoding="utf-8").splitlines() if (pre / rundir.METRICS).is_file() \
             else []:
         try:
             rec = json.loads(line)
@@ -102,8 +103,8 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
     """Every finished fine-tuning seed under the given workdirs (one per pretraining seed)."""
     values, per_example, labels = [], [], None
     for ft in ft_dirs:
-        for seed_dir in sorted(ft.glob("seed-*")):
-            r = _read_json(seed_dir / "results.json")
+        for seed_dir in rundir.seed_dirs(ft).values():
+            r = _read_json(seed_dir / rundir.RESULTS)
             if not r or metric not in r.get("dev", {}):
                 continue
             values.append(float(r["dev"][metric]))
@@ -126,7 +127,7 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
 def mlm_majority(pre: Path) -> float | None:
     """The share of the commonest target token among the held-out masked positions (the MLM majority baseline),
     read from the run's recorded eval shards."""
-    cfg = _read_json(pre / "config.json")
+    cfg = _read_json(pre / rundir.CONFIG)
     shards = ((cfg or {}).get("data") or {}).get("eval_shards", {}).get("sop")
     if not shards or not all(Path(s).is_file() for s in shards):
         return None

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from albert_jax.training import rundir
+
 log = logging.getLogger(__name__)
 
-METRICS_FILE = "metrics.jsonl"  # what training/metrics.py's MetricWriter writes in a workdir
+METRICS_FILE = rundir.METRICS  # what training/metrics.py's MetricWriter writes in a workdir
 
 
 def read_curves(workdir, metric: str) -> list[tuple[int, float]]:

@@ -11,15 +11,15 @@ way) and `paper` (the paper's §4.1 setup and the paper's architecture for the r
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import re
 from pathlib import Path
 from typing import Any, Callable
 
+from albert_jax.configs.loader import load_module
+from albert_jax.configs.scales import SCALES
 from albert_jax.runs.validate import near
 
-SCALES = ("smoke", "cpu", "paper")
 # The paper's columns, in the order its tables print them; "ours" names the measurement that stands in for the
 # paper's (an intrinsic metric of our pretraining, or a local downstream task of the same kind), or None.
 COLUMNS: dict[str, tuple[str, str | None]] = {
@@ -104,13 +104,6 @@ def experiments_dir() -> Path:
     return Path(os.environ.get("ALBERT_JAX_EXPERIMENTS", Path(__file__).resolve().parents[2] / "experiments"))
 
 
-def _load_file(path: Path):
-    spec = importlib.util.spec_from_file_location(f"albert_jax_experiment_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_registry(directory: str | os.PathLike | None = None) -> dict[str, Experiment]:
     """name -> Experiment for every experiments/*.py defining EXPERIMENT (or EXPERIMENTS, a list)."""
     directory = Path(directory) if directory else experiments_dir()
@@ -120,7 +113,7 @@ def load_registry(directory: str | os.PathLike | None = None) -> dict[str, Exper
     for path in sorted(directory.glob("*.py")):
         if path.name.startswith("_"):
             continue
-        module = _load_file(path)
+        module = load_module(path)
         found = list(getattr(module, "EXPERIMENTS", ())) + ([module.EXPERIMENT] if hasattr(module, "EXPERIMENT")
                                                               else [])
         for exp in found:
@@ -190,4 +183,4 @@ SHORT_CPU = {"cpu": {"pretrain.train.num_train_steps": 500, "pretrain.train.warm
 
 def sibling(this_file: str, name: str):
     """Another experiment file of the same folder, as a module (Table 2 reuses Table 1's models)."""
-    return _load_file(Path(this_file).resolve().parent / f"{name}.py")
+    return load_module(Path(this_file).resolve().parent / f"{name}.py")

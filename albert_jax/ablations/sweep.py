@@ -32,6 +32,8 @@ from typing import Any, Iterable
 from albert_jax.ablations import registry as R
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
 from albert_jax.configs.overrides import split_arg
+from albert_jax.training import rundir
+from albert_jax.training import workdir as wdir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
 
@@ -68,9 +70,9 @@ class Stage:
     def progress(self) -> str:
         c = self.config()
         if self.kind == "pretrain":
-            step = _latest_step(self.workdir / "checkpoints")
+            step = rundir.latest_step(self.workdir / rundir.CHECKPOINTS)
             return f"step {step or 0}/{c.train.num_train_steps}"
-        seeds = sum((self.workdir / f"seed-{c.train.seed + i}" / "results.json").is_file() for i in range(c.num_seeds))
+        seeds = sum((rundir.seed_dir(self.workdir, c.train.seed + i) / rundir.RESULTS).is_file() for i in range(c.num_seeds))
         return f"{seeds}/{c.num_seeds} seeds"
 
 
@@ -96,8 +98,9 @@ def fingerprint(stage: Stage) -> str:
     c = jsonable(stage.config())
     for key in ("arg", "num_seeds"):
         c.pop(key, None)
-    c.get("model", {}).pop("remat_policy", None)
-    c.get("data", {}).pop("buckets", None)
+    for section, fields in wdir.SPEED_ONLY.items():
+        for field in fields:
+            c.get(section, {}).pop(field, None)
     blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -134,17 +137,10 @@ def reuse(stage: Stage, runs: Path) -> Path | None:
     return src
 
 
-def _latest_step(directory: Path) -> int | None:
-    if not directory.is_dir():
-        return None
-    steps = [int(n) for n in os.listdir(directory) if n.isdigit() and (directory / n).is_dir()]
-    return max(steps, default=None)
-
-
 def stage_done(kind: str, workdir: Path, config) -> bool:
     if kind == "pretrain":
-        return _latest_step(workdir / "checkpoints") == config.train.num_train_steps
-    results = workdir / "results.json"
+        return rundir.latest_step(workdir / rundir.CHECKPOINTS) == config.train.num_train_steps
+    results = workdir / rundir.RESULTS
     if not results.is_file():
         return False
     seeds = {s.get("seed") for s in json.loads(results.read_text(encoding="utf-8")).get("seeds", [])}

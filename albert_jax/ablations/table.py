@@ -20,6 +20,7 @@ from albert_jax.ablations import evidence as E
 from albert_jax.ablations import registry as R
 from albert_jax.ablations import stats
 from albert_jax.ablations import sweep as S
+from albert_jax.training import rundir
 
 MISSING = "—"
 NOT_RUN = "not run"
@@ -33,7 +34,7 @@ def _read_json(path: Path) -> dict | None:
 
 
 def read_metrics(workdir: Path) -> list[dict]:
-    path = Path(workdir) / "metrics.jsonl"
+    path = Path(workdir) / rundir.METRICS
     if not path.is_file():
         return []
     rows = []
@@ -102,7 +103,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     for p in S.plan(exp, scale, runs):
         pre = p.directory / "pretrain"
         rec: dict[str, Any] = {"row": p.row.name, "paper": p.row.paper, "directory": str(p.directory)}
-        cfg = _read_json(pre / "config.json")
+        cfg = _read_json(pre / rundir.CONFIG)
         rec["params_run"] = AlbertConfig.from_dict(cfg["model"]).param_count() if cfg else None
         rec["arch"] = ({k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers",
                                                               "sharing", "sharing_map")} if cfg else None)

@@ -1,7 +1,7 @@
 """`albert-jax export`: a run's checkpoint to a HuggingFace directory or a params-only checkpoint (runs/export.py)."""
 from __future__ import annotations
 
-from albert_jax.runs.export import TARGETS  # light: the module imports JAX only when it exports
+from albert_jax.runs.export import EXPORTERS, TARGETS  # light: the module imports JAX only when it exports
 
 
 def run_export(workdir: str, to: str, out: str, step: int | None = None, seed: int | None = None) -> int:
@@ -12,12 +12,8 @@ def run_export(workdir: str, to: str, out: str, step: int | None = None, seed: i
         raise ValueError(f"--to {to!r}: allowed {', '.join(export.TARGETS)}")
     run = export.resolve_run(workdir, step, seed)
     origin = f"{run.workdir} ({run.where}/ step {run.step}, task {run.task.get('name')})"
-    if to == "hf":
-        target = export.export_hf(run, out)
-        print(f"exported {origin} to {out}: {target['model_class']} + {target['tokenizer_class']}")
-    else:
-        export.export_params(run, out)
-        print(f"exported {origin} to {out}: per-layer params (orbax) + layout.json")
+    target = export.EXPORTERS[to]
+    print(f"exported {origin} to {out}: {target.describe(target.write(run, out))}")
     return 0
 
 
@@ -45,6 +41,6 @@ def add_cli(subparsers) -> None:
         "(Albert*/Bert* for the run's task). --to params: a params-only orbax checkpoint, one subtree per layer, "
         "with layout.json; what HF cannot express (sharing='attention'/'ffn', the SQuAD v2 head) needs it. "
         "docs/export.md has the details.")
-    p.add_argument("--to", required=True, choices=TARGETS, help="hf (transformers) or params (orbax)")
+    p.add_argument("--to", required=True, choices=TARGETS, help=" or ".join(e.help for e in EXPORTERS.values()))
     add_arguments(p)
     p.set_defaults(func=_cmd)

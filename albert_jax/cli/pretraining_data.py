@@ -28,7 +28,7 @@ def _cmd_create(args) -> int:
 
 
 def add_cli(subparsers) -> None:
-    from albert_jax.tasks.pretraining.instances import TASKS  # where the choices are stated (numpy, no jax)
+    from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS  # the owner (numpy, no jax)
 
     p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
     sub = p.add_subparsers(dest="pretraining_data_command", required=True)
@@ -42,11 +42,11 @@ def add_cli(subparsers) -> None:
     c.add_argument("--masked-lm-prob", type=float, default=0.15)
     c.add_argument("--short-seq-prob", type=float, default=0.1)
     c.add_argument("--dupe-factor", type=int, default=40)
-    c.add_argument("--task", choices=TASKS, default="sop")
+    c.add_argument("--task", choices=SENTENCE_TASKS, default="sop")
     c.add_argument("--ngram", type=int, default=3)
     c.add_argument("--single-sentence", choices=("split", "random-document"), default="split",
                    help="SOP chunks of one sentence: split inside it (default) or the official random-document B")
-    c.add_argument("--masking", choices=("static", "dynamic"), default="static",
+    c.add_argument("--masking", choices=MASKING, default="static",
                    help="dynamic writes unmasked records; mask them per epoch with DynamicMasking")
     c.add_argument("--nsp-buffer-docs", type=int, default=1000, help="documents kept for random-document B")
     c.add_argument("--seed", type=int, default=12345)

@@ -27,13 +27,13 @@ from albert_jax import sharding as shd
 from albert_jax.compression import quantize as Q
 from albert_jax.compression.quantize import QuantizeError
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import loop
+from albert_jax.training import loop, rundir
 from albert_jax.training import step as ts
 
 log = logging.getLogger("albert_jax.quantize")
 
 
-def resolve_run(workdir: str, seed: int | None = None):
+def finetuned_run(workdir: str, seed: int | None = None):
     """The fine-tuned run to quantize, read as `albert-jax export` reads it (runs/export.resolve_run: a parent
     workdir gives its best seed by dev score, or `seed`; the best/ checkpoint), refusing a pretraining run."""
     from albert_jax.runs.export import resolve_run as find
@@ -69,7 +69,7 @@ def _delta_points(f32: dict, q: dict) -> dict:
 
 def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
     """Whether our float32 scores equal the run's own results.json (None when it has none)."""
-    path = run_dir / "results.json"
+    path = run_dir / rundir.RESULTS
     if not path.is_file():
         return None
     theirs = json.loads(path.read_text())
@@ -84,7 +84,7 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     from albert_jax.tasks.registry import task_of_run
 
     rules = Q.default_rules(activations)  # a bad value fails before anything is read
-    run = resolve_run(workdir, seed)
+    run = finetuned_run(workdir, seed)
     run_dir, cfg = Path(run.workdir), run.config
     if run.task.get("head", "default") != "default":
         # PABEE's one pretrained pooler serves every layer's exit (a [B, H] and an [L, B, H] product), which the
@@ -151,7 +151,7 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     if result["float32_reproduces_run"] is False:
         log.warning("the float32 scores differ from %s/results.json: the data or code changed since the run",
                     run_dir)
-    with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, rundir.RESULTS), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     return result
 

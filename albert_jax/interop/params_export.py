@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from albert_jax.config import AlbertConfig
+from albert_jax.modeling.layout import PARTS
 
 FORMAT = "albert_jax.params"
 VERSION = 1
 LAYOUT = "layout.json"
 PARAMS = "params"
-PARTS = ("attention", "ffn")
 
 
 class ParamsExportError(ValueError):

@@ -23,7 +23,8 @@ from albert_jax.modeling import layers as L
 from albert_jax.modeling import layout
 from albert_jax.modeling.params import Params, attention_spec, dense_spec, ffn_spec, freeze_spec
 
-REMAT_POLICIES = {
+# What each of config.REMAT_POLICIES saves for the backward pass ("none" is no remat at all).
+_SAVED = {
     "full": None,  # save nothing: recompute the whole layer in the backward pass
     "dots": jax.checkpoint_policies.dots_saveable,
     "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
@@ -93,7 +94,9 @@ class Encoder(nn.Module):
         hidden = [x_BLH]  # as HuggingFace: the projected embeddings, then one entry per layer
 
         shared_spec, layer_spec = {}, {}
-        for part, spec in (("attention", attention_spec(cfg)), ("ffn", ffn_spec(cfg))):
+        specs = {"attention": attention_spec, "ffn": ffn_spec}  # one per layout.PARTS
+        for part in layout.PARTS:
+            spec = specs[part](cfg)
             (shared_spec if layout.is_shared(cfg, part) else layer_spec)[part] = spec
         shared = (Params(freeze_spec(shared_spec), layout.shared_prefix(cfg), **decl, name="shared")()
                   if shared_spec else {})
@@ -103,7 +106,7 @@ class Encoder(nn.Module):
         step = LayerStep
         if cfg.remat_policy != "none":
             # prevent_cse only matters outside scan, where XLA could otherwise merge the recomputation away.
-            step = nn.remat(step, policy=REMAT_POLICIES[cfg.remat_policy], prevent_cse=not cfg.scan_layers)
+            step = nn.remat(step, policy=_SAVED[cfg.remat_policy], prevent_cse=not cfg.scan_layers)
         # Layer i's index into the shared sets; unused (layer numbers) when the shared tree has no stack axis.
         set_index = layout.shared_index(cfg) or tuple(range(cfg.num_hidden_layers))
         if cfg.scan_layers:

@@ -67,7 +67,7 @@ def init_from_group0(src_params, src_cfg, dst_cfg):
     src_enc = _encoder(src_params)
     enc = {k: v for k, v in src_enc.items() if k not in ("shared", "layers")}
     shared, layers = {}, {}
-    for part in ("attention", "ffn"):
+    for part in layout.PARTS:
         one = _first_set(src_cfg, src_enc, part)
         expanded = _expand(one, src_cfg.inner_group_num, dst_cfg.inner_group_num, layout.stacked_sets(dst_cfg, part))
         (shared if layout.is_shared(dst_cfg, part) else layers)[part] = expanded

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from albert_jax.tasks.classification import ClassificationTask, load_records
+from albert_jax.training import rundir
 
 log = logging.getLogger("albert_jax.distill")
 
@@ -66,7 +67,7 @@ def _count(params) -> int:
 
 def _teacher_scores(path: Path) -> dict:
     """The teacher run's own dev/test numbers (its results.json), for the student's share."""
-    f = path / "results.json"
+    f = path / rundir.RESULTS
     if not f.is_file():
         return {}
     r = json.loads(f.read_text(encoding="utf-8"))
@@ -84,10 +85,10 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     from albert_jax.tasks.registry import make_task
 
     path = Path(teacher)
-    if not (path / "config.json").is_file():
-        if sorted(path.glob("seed-*")):
+    if not (path / rundir.CONFIG).is_file():
+        if rundir.seed_dirs(path):
             raise DistillError(f"distill.teacher={teacher!r} holds several fine-tuning seeds; point at one of "
-                               f"them, e.g. {sorted(path.glob('seed-*'))[0]}")
+                               f"them, e.g. {next(iter(rundir.seed_dirs(path).values()))}")
         raise DistillError(f"distill.teacher={teacher!r} is not a fine-tuning run of ours (no config.json): "
                            "fine-tune the teacher with `albert-jax finetune` first")
     run_cfg = read_run_config(str(path))
@@ -300,7 +301,7 @@ def distill(config, workdir: str) -> dict:
     # tokenizer, which every run keeps in its workdir, and length), timed in this process.
     from albert_jax.data.tokenization import load_tokenizer
 
-    s_dir = os.path.join(workdir, f"seed-{config.train.seed}")
+    s_dir = str(rundir.seed_dir(workdir, config.train.seed))
     _, _, s_cfg, _, s_params = ft.finetuned_params(s_dir)
     _, _, t_cfg, _, t_params = ft.finetuned_params(d.teacher)
     dev = base.dev_splits[0]
@@ -315,6 +316,6 @@ def distill(config, workdir: str) -> dict:
                           "share_of_teacher": share, "student_params": _count(s_params),
                           "teacher_params": _count(t_params), "speed": speed}
     if jax.process_index() == 0:
-        with open(os.path.join(workdir, "results.json"), "w", encoding="utf-8") as f:
+        with open(os.path.join(workdir, rundir.RESULTS), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
     return summary

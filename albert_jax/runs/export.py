@@ -19,12 +19,12 @@ import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.training import rundir
 
 log = logging.getLogger("albert_jax.export")
-TARGETS = ("hf", "params")
 
 
 class ExportError(ValueError):
@@ -54,25 +54,12 @@ class RunParams:
 
 
 # ---------------------------------------------------------------------------------------------- finding the run
-def _is_run(path: Path) -> bool:
-    return (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir())
-
-
-def _seeds(path: Path) -> dict[int, Path]:
-    out = {}
-    for d in path.glob("seed-*"):
-        suffix = d.name[len("seed-"):]
-        if d.is_dir() and suffix.lstrip("-").isdigit():
-            out[int(suffix)] = d
-    return dict(sorted(out.items()))
-
-
 def best_seed(path: Path) -> tuple[int, str, float]:
     """(seed, metric, its dev value) of the seed with the best dev score (ties: the lowest seed), from the seeds'
     results.json (each records the metric it was selected by and its best dev evaluation)."""
     scored = []
-    for seed, d in _seeds(path).items():
-        f = d / "results.json"
+    for seed, d in rundir.seed_dirs(path).items():
+        f = d / rundir.RESULTS
         if not f.is_file():
             continue
         r = json.loads(f.read_text(encoding="utf-8"))
@@ -82,7 +69,7 @@ def best_seed(path: Path) -> tuple[int, str, float]:
             scored.append((-float(value), seed, metric))
     if not scored:
         raise ExportError(f"{path}: no seed has finished (no seed-<s>/results.json with a dev score); pass --seed S "
-                          f"to export one seed's checkpoint anyway (seeds here: {list(_seeds(path)) or 'none'})")
+                          f"to export one seed's checkpoint anyway (seeds here: {list(rundir.seed_dirs(path)) or 'none'})")
     neg, seed, metric = min(scored)
     return seed, metric, -neg
 
@@ -93,14 +80,14 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
     import jax
 
     from albert_jax.data import tokenization
-    from albert_jax.runs.finetune import InitError, checkpoint_steps, finetuned_params
+    from albert_jax.runs.finetune import InitError, finetuned_params
     from albert_jax.runs.pretrain import params_from_workdir, read_run_config
 
     path = Path(workdir)
     if not path.is_dir():
         raise ExportError(f"--workdir {path}: no such directory")
-    if not _is_run(path):
-        seeds = _seeds(path)
+    if not rundir.is_run(path):
+        seeds = rundir.seed_dirs(path)
         if not seeds:
             raise ExportError(f"--workdir {path} is neither a run (config.json + checkpoints/) nor a fine-tuning "
                               "workdir (seed-<s>/ directories)")
@@ -110,9 +97,9 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
         elif seed not in seeds:
             raise ExportError(f"--seed {seed}: {path} has no seed-{seed}/ (seeds: {', '.join(map(str, seeds))})")
         path = seeds[seed]
-        if not _is_run(path):
+        if not rundir.is_run(path):
             raise ExportError(f"{path} holds no run (config.json + checkpoints/ or best/)")
-    elif seed is not None and not path.name == f"seed-{seed}":
+    elif seed is not None and rundir.seed_of(path) != seed:
         raise ExportError(f"--seed {seed} picks among a fine-tuning workdir's seed-<s>/ directories; {path} is one "
                           "run (drop --seed, or point --workdir at the parent)")
     run_cfg = read_run_config(str(path))
@@ -125,19 +112,18 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
     # One local device: an export is host-side work, on whatever machine, whatever devices trained the run.
     one_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     if str(task.get("name", "")).startswith("pretrain"):
-        steps = checkpoint_steps(path / "checkpoints")
+        steps = rundir.steps(path / rundir.CHECKPOINTS)
         if step is not None and step not in steps:
             raise ExportError(f"--step {step}: {path}/checkpoints holds steps {steps or 'none'}")
         if not steps:
             raise ExportError(f"{path}/checkpoints holds no checkpoint")
         got, cfg, params = params_from_workdir(str(path), step, one_device)
-        return RunParams(str(path), "pretraining", got, "checkpoints", cfg, task, params, tokenizer)
+        return RunParams(str(path), "pretraining", got, rundir.CHECKPOINTS, cfg, task, params, tokenizer)
     try:
         got, where, cfg, task, params = finetuned_params(path, step, one_device)
     except InitError as e:
         raise ExportError(str(e)) from None
-    seed_of = int(path.name[len("seed-"):]) if path.name.startswith("seed-") and path.name[5:].isdigit() else None
-    return RunParams(str(path), "finetune", got, where, cfg, task, params, tokenizer, seed_of,
+    return RunParams(str(path), "finetune", got, where, cfg, task, params, tokenizer, rundir.seed_of(path),
                      run_cfg.get("init", {}))
 
 
@@ -247,6 +233,22 @@ def export_params(run: RunParams, out_dir) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------- files
+@dataclasses.dataclass(frozen=True)
+class Exporter:
+    """One export target: `write(run, out_dir)` and the words for what it wrote."""
+    write: Callable[[RunParams, Any], Any]
+    describe: Callable[[Any], str]
+    help: str
+
+
+# Every target `albert-jax export --to` and `convert from-tf --to` take: a new target is one entry here.
+EXPORTERS = {
+    "hf": Exporter(export_hf, lambda t: f"{t['model_class']} + {t['tokenizer_class']}", "hf (transformers)"),
+    "params": Exporter(export_params, lambda _: "per-layer params (orbax) + layout.json", "params (orbax)"),
+}
+TARGETS = tuple(EXPORTERS)
+
+
 def _fresh_dir(out_dir) -> Path:
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -32,7 +32,7 @@ from albert_jax.runs.validate import KNOBS
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import examples, loop
+from albert_jax.training import examples, loop, rundir
 from albert_jax.training import state as st
 
 log = logging.getLogger("albert_jax.finetune")
@@ -65,12 +65,6 @@ def _load_tokenizer(path) -> Any:
         return None
 
 
-def checkpoint_steps(directory) -> list[int]:
-    """The committed steps of a checkpoint directory (names only; nothing is opened)."""
-    d = Path(directory)
-    return sorted(int(n.name) for n in d.iterdir() if n.name.isdigit() and n.is_dir()) if d.is_dir() else []
-
-
 def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[int, str, AlbertConfig, dict, dict]:
     """(step, 'best' | 'checkpoints', model config, task description, parameters) of one fine-tuning seed's run.
 
@@ -82,13 +76,13 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
     path = Path(workdir)
     run_cfg = read_run_config(str(path))
     cfg, task_info = AlbertConfig.from_dict(run_cfg["model"]), run_cfg.get("task", {})
-    best, saved = checkpoint_steps(path / "best"), checkpoint_steps(path / "checkpoints")
+    best, saved = rundir.steps(path / rundir.BEST), rundir.steps(path / rundir.CHECKPOINTS)
     if step is None:
-        where = "best" if best else "checkpoints"
+        where = rundir.BEST if best else rundir.CHECKPOINTS
     elif step in saved:
-        where = "checkpoints"
+        where = rundir.CHECKPOINTS
     elif step in best:
-        where = "best"
+        where = rundir.BEST
     else:
         raise InitError(f"{path} has no checkpoint at step {step}: checkpoints/ holds {saved or 'none'}, best/ holds "
                         f"{best or 'none'}")
@@ -104,7 +98,7 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
     cfg = AlbertConfig.from_dict(run_cfg["model"])
     task_info = run_cfg.get("task", {"name": "pretrain"})
     tokenizer = _load_tokenizer(path)
-    if not (ckpt.has_steps(str(path / "checkpoints")) or ckpt.has_steps(str(path / "best"))):
+    if not (ckpt.has_steps(str(path / rundir.CHECKPOINTS)) or ckpt.has_steps(str(path / rundir.BEST))):
         raise InitError(f"{path} is a run's workdir with no checkpoint yet (checkpoints/ holds no step): let it "
                         "train until its first save, or point at another run")
     if str(task_info.get("name", "")).startswith("pretrain"):
@@ -147,13 +141,13 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
     if not path.exists():
         raise InitError(f"init={spec!r}: no such directory; expected a pretraining or fine-tuning workdir, a "
                         "HuggingFace ALBERT/BERT directory, 'minilm' or 'random'")
-    if sorted(path.glob("seed-*")):
+    if rundir.seed_dirs(path):
         raise InitError(f"init={spec!r} holds several fine-tuning seeds; point at one of them, e.g. "
-                        f"{sorted(path.glob('seed-*'))[0]}")
-    if (path / "config.json").is_file() and ((path / "checkpoints").is_dir() or (path / "best").is_dir()
-                                              or "experiment" in _read_json(path / "config.json")):
+                        f"{next(iter(rundir.seed_dirs(path).values()))}")
+    if (path / rundir.CONFIG).is_file() and ((path / rundir.CHECKPOINTS).is_dir() or (path / rundir.BEST).is_dir()
+                                              or "experiment" in _read_json(path / rundir.CONFIG)):
         return _workdir_source(path, step)  # ours (an "experiment" section), with or without a checkpoint yet
-    if (path / "config.json").is_file():
+    if (path / "config.json").is_file():  # a HuggingFace directory (its own layout, not a run of ours)
         from albert_jax.interop import hf
         model_type = _read_json(path / "config.json").get("model_type")
         if model_type == "albert":
@@ -290,35 +284,35 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     per_seed = []
     for i in range(config.num_seeds):
         seed = base_seed + i
-        wd = os.path.join(workdir, f"seed-{seed}")
-        done = Path(wd) / "results.json"
+        wd = str(rundir.seed_dir(workdir, seed))
+        done = Path(wd) / rundir.RESULTS
         if done.is_file():
             per_seed.append(json.loads(done.read_text()))
             log.info("seed %d: already finished (%s)", seed, done)
             continue
         cfg = copy.deepcopy(config)
         cfg.train.seed = seed
-        run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=cfg, seq_len=config.data.max_seq_length,
+        run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=cfg,
                        init_params=lambda s=seed: initial_params(task, model_cfg, src, s, config.reset_head),
                        select=task.headline, extra_meta={"init": {"kind": src.kind, "path": src.path}})
         result = loop.train(run, wd)
-        if result["stopped"]:
-            log.warning("seed %d stopped by a signal at step %d; rerun to continue", seed, result["step"])
+        if result.stopped:
+            log.warning("seed %d stopped by a signal at step %d; rerun to continue", seed, result.step)
             return {"stopped": True, "seed": seed}
-        best_dir = ckpt.Checkpointer(os.path.join(wd, "best"), keep=1)
-        best = best_dir.restore_latest(result["_abstract_state"])
+        best_dir = ckpt.Checkpointer(os.path.join(wd, rundir.BEST), keep=1)
+        best = best_dir.restore_latest(result.abstract_state)
         best_dir.close()
         if best is None:
             raise FinetuneError(f"{wd}/best holds no checkpoint: no dev evaluation ran (train.eval_every="
                            f"{config.train.eval_every} > train.num_train_steps={config.train.num_train_steps}?)")
         best_step, best_state, _, best_meta = best
-        test = result["_eval_fn"](best_state.params, data.test_sets) if data.test else {}
+        test = result.evaluate(best_state.params, data.test_sets) if data.test else {}
         kept: dict = {}  # the best checkpoint's per-example dev predictions: the tables bootstrap over them
-        result["_eval_fn"](best_state.params, data.eval_sets, keep=kept)
+        result.evaluate(best_state.params, data.eval_sets, keep=kept)
         if jax.process_index() == 0:
             examples.save_examples(os.path.join(wd, examples.BEST_EXAMPLES_FILE), kept)
         record = {"seed": seed, "best_step": best_step, "select": task.headline,
-                  "dev": best_meta.get("eval", {}), "test": test, "final_dev": result["eval"]}
+                  "dev": best_meta.get("eval", {}), "test": test, "final_dev": result.eval}
         if jax.process_index() == 0:
             tmp = done.with_suffix(".tmp")
             tmp.write_text(json.dumps(record, indent=1))
@@ -327,6 +321,6 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     summary = {"task": task.name, "init": {"kind": src.kind, "path": src.path}, "seeds": per_seed,
                "summary": _summarise(per_seed), "data": data.summary}
     if jax.process_index() == 0:
-        with open(os.path.join(workdir, "results.json"), "w", encoding="utf-8") as f:
+        with open(os.path.join(workdir, rundir.RESULTS), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
     return summary

@@ -16,14 +16,14 @@ from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.runs import validate
 from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import loop
+from albert_jax.training import loop, rundir
 from albert_jax.training import state as st
 
 log = logging.getLogger("albert_jax.pretrain")
 
 
 def read_run_config(workdir: str) -> dict:
-    path = os.path.join(workdir, "config.json")
+    path = os.path.join(workdir, rundir.CONFIG)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{workdir} is not a run's workdir (no config.json)")
     with open(path, encoding="utf-8") as f:
@@ -35,7 +35,7 @@ def params_from_workdir(workdir: str, step: int | None = None, sharding=None):
     `sharding` as in `checkpoints.restore_params_only`."""
     cfg = AlbertConfig.from_dict(read_run_config(workdir)["model"])
     abstract = nn.unbox(st.abstract_params(PretrainingTask(), cfg))  # nothing allocated before the restore
-    step, params = ckpt.restore_params_only(os.path.join(workdir, "checkpoints"), abstract, step, sharding)
+    step, params = ckpt.restore_params_only(os.path.join(workdir, rundir.CHECKPOINTS), abstract, step, sharding)
     return step, cfg, params
 
 
@@ -44,7 +44,7 @@ def model_config_from(config, vocab_size: int) -> AlbertConfig:
     return model_from_section(config.model, vocab_size=config.model.vocab_size or vocab_size)
 
 
-def initial_params(source_workdir: str, mode: str, model_cfg):
+def warm_start_params(source_workdir: str, mode: str, model_cfg):
     """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
     from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
     from albert_jax.modeling import init_tricks
@@ -61,7 +61,7 @@ def initial_params(source_workdir: str, mode: str, model_cfg):
         return init_tricks.init_from_group0(params, src_cfg, model_cfg)
     if mode == "deeper":
         return init_tricks.warm_start_deeper(params, src_cfg, model_cfg)
-    raise ValueError(f"train.init_mode={mode!r}: allowed copy, group0, deeper")
+    raise ValueError(f"train.init_mode={mode!r}: allowed {', '.join(validate.INIT_MODES)}")
 
 
 def init_distributed(config) -> None:
@@ -82,9 +82,8 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     data.check_vocab(model_cfg.vocab_size)
     d, t = config.data, config.train
     task = PretrainingTask(d.task, d.max_seq_length, d.max_predictions_per_seq)
-    init = (lambda: initial_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
-    run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, seq_len=d.max_seq_length,
-                   init_params=init)
-    return loop.train(run, workdir)["eval"]
+    init = (lambda: warm_start_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
+    run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, init_params=init)
+    return loop.train(run, workdir).eval
 
 

@@ -26,14 +26,15 @@ import tempfile
 from typing import Any, Callable
 
 from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.tasks.early_exit import HEADS
+from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS
+from albert_jax.training import rundir
 from albert_jax.training.optim import OPTIMIZERS
 
 log = logging.getLogger("albert_jax.config")
 
 KINDS = ("pretrain", "finetune")
 INIT_MODES = ("copy", "group0", "deeper")
-MASKING = ("static", "dynamic")
-PRETRAIN_TASKS = ("sop", "nsp", "none")
 # Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
 KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
          "scan_layers", "remat_policy")
@@ -102,7 +103,7 @@ PRETRAIN = {
     "data": {
         "corpus": _STR, "corpus_paths": _STR, "held_out_fraction": _float(0.0), "spm_model": _STR,
         "vocab_size": _int(14, note=" (the 5 special and 8 user-defined pieces come first)"), "lower": _BOOL,
-        "task": _choice(*PRETRAIN_TASKS), "max_seq_length": _int(5, 65535), "max_predictions_per_seq": _int(1),
+        "task": _choice(*SENTENCE_TASKS), "max_seq_length": _int(5, 65535), "max_predictions_per_seq": _int(1),
         "masked_lm_prob": _float(0.0, hi=1.0), "short_seq_prob": _float(0.0, hi=1.0), "ngram": _int(1),
         "dupe_factor": _int(1), "masking": _choice(*MASKING), "max_docs": _int(0, note=" (0: every document)"),
         "seed": _int(0),
@@ -117,7 +118,7 @@ PRETRAIN = {
 }
 FINETUNE = {
     "": {"task": _STR, "init": _STR, "init_step": _int(0, note=" (0: the source's best or latest checkpoint)"),
-         "reset_head": _BOOL, "num_seeds": _int(1), "head": _choice("default", "pabee"),
+         "reset_head": _BOOL, "num_seeds": _int(1), "head": _choice(*HEADS),
          "depth": _int(0, note=" (0: the init source's depth)")},
     "train": {**TRAIN_COMMON, "weight_decay": _float(0.0)},
     "data": {"max_seq_length": _int(5, 65535), "tokenizer": _STR, "limit": _int(0, note=" (0: every example)"),
@@ -440,8 +441,8 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     if t.init_from:
         if not os.path.isdir(t.init_from):
             raise ConfigError(f"train.init_from={t.init_from!r}: no such directory (expected another run's workdir)")
-        if not os.path.isfile(os.path.join(t.init_from, "config.json")) or \
-                not os.path.isdir(os.path.join(t.init_from, "checkpoints")):
+        if not os.path.isfile(os.path.join(t.init_from, rundir.CONFIG)) or \
+                not os.path.isdir(os.path.join(t.init_from, rundir.CHECKPOINTS)):
             raise ConfigError(f"train.init_from={t.init_from!r} is not a pretraining run's workdir (it needs "
                               "config.json and checkpoints/)")
         if workdir and os.path.abspath(t.init_from) == os.path.abspath(workdir):

@@ -35,6 +35,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from albert_jax.data.fetch import sha256_file  # the one file hasher
+from albert_jax.training import rundir
 
 log = logging.getLogger(__name__)
 
@@ -367,8 +368,7 @@ class Checkpointer:
 
 def has_steps(directory: str) -> bool:
     """Whether `directory` holds a committed step (without opening a manager)."""
-    return os.path.isdir(directory) and any(n.isdigit() and os.path.isdir(os.path.join(directory, n))
-                                            for n in os.listdir(directory))
+    return bool(rundir.steps(directory))
 
 
 def read_meta(directory: str, step: int) -> dict[str, Any]:

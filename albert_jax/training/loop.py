@@ -30,9 +30,8 @@ import numpy as np
 
 from albert_jax import sharding as shd
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import examples
+from albert_jax.training import examples, optim, rundir
 from albert_jax.training import metrics as mx
-from albert_jax.training import optim
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
 from albert_jax.training import workdir as wdir
@@ -45,13 +44,31 @@ class NonFiniteLossError(RuntimeError, ValueError):
     is the whole story (the step, and which checkpoint a rerun would resume from)."""
 
 
+# Callbacks for "step N is complete": its metrics written and its checkpoint saves committed. Only tests install
+# them (tests/fault_main.py kills the process there to test resuming); with none installed the loop never waits.
+AFTER_STEP: dict[int, list[Callable[[int], None]]] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+    """What `train` returns: the last evaluation, the step reached, whether a signal stopped it, the best dev
+    evaluation (runs with `select`), and two handles the fine-tuning driver scores its best checkpoint with:
+    `evaluate(params, eval_sets, keep=None)` (every batch, the loop's own jitted step) and `abstract_state` (what
+    a checkpoint of this run restores into)."""
+    eval: dict
+    step: int
+    stopped: bool
+    best: dict | None
+    evaluate: Callable[..., dict]
+    abstract_state: Any
+
+
 @dataclasses.dataclass
 class Run:
     task: Any  # tasks.base.Task
     data: Any  # .train_iterator(batch, sharding, seed), .eval_sets {name: fn(batch, sharding)}, .summary, .tokenizer
     model_cfg: Any  # AlbertConfig
     config: Any  # the experiment ConfigDict (config.train, config.mesh, config.distributed are read here)
-    seq_len: int
     init_params: Callable[[], Any] | None = None  # host parameters to start from when the workdir has none
     select: str | None = None  # keep the checkpoint with the best eval/<select> in workdir/best
     extra_meta: dict = dataclasses.field(default_factory=dict)
@@ -142,8 +159,8 @@ def _resume_best(best_ckpt, start: int) -> dict:
     return {"value": meta.get("best_value", -math.inf), "step": meta.get("step", 0)}
 
 
-def train(run: Run, workdir: str) -> dict[str, Any]:
-    """Train `run` in `workdir` (resuming what it holds); returns {'eval': last eval, 'best': ..., 'step': ...}.
+def train(run: Run, workdir: str) -> TrainResult:
+    """Train `run` in `workdir` (resuming what it holds); returns a TrainResult.
 
     Refused (WorkdirError, before anything is written) when another run holds the workdir or the workdir records
     another model/data, or a changed schedule without train.allow_changed_schedule=true."""
@@ -159,14 +176,13 @@ def train(run: Run, workdir: str) -> dict[str, Any]:
 def _train(run: Run, workdir: str) -> dict[str, Any]:
     config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
     t = config.train
-    ckpt_dir, best_dir = os.path.join(workdir, "checkpoints"), os.path.join(workdir, "best")
+    ckpt_dir, best_dir = os.path.join(workdir, rundir.CHECKPOINTS), os.path.join(workdir, rundir.BEST)
     record = {"experiment": jsonable(config), "model": model_cfg.to_dict(), "task": task.describe(),
               "data": data.summary, "jax": jax.__version__, "devices": jax.device_count(),
               "device_kind": jax.devices()[0].device_kind, **run.extra_meta}
     resuming = ckpt.has_steps(ckpt_dir) or (run.select is not None and ckpt.has_steps(best_dir))
     recorded = wdir.read_record(workdir) if resuming else None
-    latest = max((int(n) for n in os.listdir(ckpt_dir) if n.isdigit()), default=None) \
-        if ckpt.has_steps(ckpt_dir) else None
+    latest = rundir.latest_step(ckpt_dir)
     # Compare before anything is written: a refused resume leaves config.json as the run recorded it.
     record, changes = wdir.reconcile(workdir, recorded, json.loads(json.dumps(record)),
                                      allow_changed_schedule=bool(t.get("allow_changed_schedule", False)),
@@ -184,7 +200,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
     # ---------------------------------------------------------------- model, optimizer, state
     boxed = st.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
-                              weight_decay=t.get("weight_decay", 0.01),
+                              weight_decay=t.get("weight_decay", optim.WEIGHT_DECAY),
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     schedule = optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps)
     abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
@@ -210,7 +226,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         if best_ckpt is not None and best_ckpt.steps():
             best = _resume_best(best_ckpt, start)
     last_good = start if restored is not None else None  # the newest checked checkpoint on disk
-    metrics_path = os.path.join(workdir, "metrics.jsonl")
+    metrics_path = os.path.join(workdir, rundir.METRICS)
     kept = _truncate_metrics(metrics_path, start) if jax.process_index() == 0 else []
     clock = mx.RunClock.resumed_from(kept)
     writer = mx.MetricWriter(workdir)
@@ -266,8 +282,6 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                 shown[task.headline] = f"{row[task.headline]:.3f}"
             bar.set_postfix(**shown)
 
-    # Fault injection for the resume test: SIGKILL this process once step N has run (no clean-up at all).
-    kill_at = int(os.environ.get("ALBERT_JAX_FAULT_SIGKILL_AT_STEP", "0"))
     try:
         for step in range(start, t.num_train_steps):
             batch = next(batches)
@@ -277,17 +291,20 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                 process(*pending)  # step t-1's metrics, read while step t runs
             done = step + 1
             pending = (done, new_metrics, int(batch["input_ids"].shape[-1]))
-            if done == kill_at:
+            if done in AFTER_STEP:
                 process(*pending)
+                pending = None
                 checkpointer.wait()
-                os.kill(os.getpid(), signal.SIGKILL)
+                for callback in AFTER_STEP[done]:
+                    callback(done)
             do_eval = done % t.eval_every == 0 or done == t.num_train_steps
             do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps or stop["signal"]
             if not (do_eval or do_save):
                 continue
             # `state` is exactly step `done` here: check it is finite before evaluating or saving it. The loss
             # and gradient can be finite while the update already made the parameters NaN: check the state.
-            process(*pending)
+            if pending is not None:
+                process(*pending)
             pending = None
             bad = ckpt.nonfinite_leaves(state)
             if bad:
@@ -334,10 +351,8 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         finally:
             if best_ckpt is not None:
                 best_ckpt.close()
-    result = {"eval": last_eval, "step": int(jax.device_get(state.step)), "stopped": stop["signal"] is not None}
-    if best_ckpt is not None:
-        result["best"] = best
-    result["_eval_fn"] = lambda params, sets, keep=None: evaluate(eval_step, params, task, sets, t.batch_size,
-                                                                   batch_sh, 0, keep=keep)
-    result["_abstract_state"] = abstract_state
-    return result
+    return TrainResult(
+        eval=last_eval, step=int(jax.device_get(state.step)), stopped=stop["signal"] is not None,
+        best=best if best_ckpt is not None else None, abstract_state=abstract_state,
+        evaluate=lambda params, sets, keep=None: evaluate(eval_step, params, task, sets, t.batch_size, batch_sh, 0,
+                                                          keep=keep))

@@ -18,6 +18,8 @@ from typing import Any, Mapping, TextIO
 
 import numpy as np
 
+from albert_jax.training import rundir
+
 log = logging.getLogger(__name__)
 
 PEAK_FLOPS_ENV = "ALBERT_JAX_PEAK_FLOPS"
@@ -125,7 +127,7 @@ class MetricWriter:
     NaN/inf are written as JSON's NaN/Infinity tokens (Python's json reads them back): a diverged loss stays visible.
     """
 
-    def __init__(self, workdir: str | os.PathLike, *, filename: str = "metrics.jsonl", tensorboard: bool = True,
+    def __init__(self, workdir: str | os.PathLike, *, filename: str = rundir.METRICS, tensorboard: bool = True,
                  enabled: bool | None = None):
         if enabled is None:
             import jax

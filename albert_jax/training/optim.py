@@ -192,13 +192,18 @@ def scale_by_layer_trust_ratio(
 OPTIMIZERS = ("lamb", "adamw")
 
 
+# The official optimizers decay every weight but LayerNorm and biases by 0.01 (albert/optimization.py); the
+# pretraining and fine-tuning configs use it unless they set train.weight_decay.
+WEIGHT_DECAY = 0.01
+
+
 def make_optimizer(
     name: str,
     learning_rate: float,
     num_train_steps: int,
     num_warmup_steps: int,
     *,
-    weight_decay: float = 0.01,
+    weight_decay: float = WEIGHT_DECAY,
     b1: float = 0.9,
     b2: float = 0.999,
     eps: float = 1e-6,
@@ -297,7 +302,7 @@ class OptimizerSpec:
     learning_rate: float
     num_train_steps: int
     num_warmup_steps: int
-    weight_decay: float = 0.01
+    weight_decay: float = WEIGHT_DECAY
     poly_power: float = 1.0
     start_warmup_step: int = 0
     clip_norm: float | None = 1.0

@@ -26,16 +26,20 @@ from typing import Any
 import jax
 import numpy as np
 
+from albert_jax.training import rundir
+
 LOCK_NAME = "run.lock"
 
 # Prefixes of config.json keys (flattened with '.') that make a run what it is: its checkpoints belong to them.
 IDENTITY = ("model.", "task.", "data.", "init.", "experiment.experiment", "experiment.model.",
             "experiment.model_preset", "experiment.data.", "experiment.task", "experiment.init", "experiment.init_step",
             "experiment.reset_head", "experiment.train.optimizer", "experiment.train.seed")
-# Model fields that change neither the checkpoint nor the numbers (only memory use and speed).
-RUNTIME_MODEL_FIELDS = ("remat_policy",)
-# Data fields that change only speed: length bucketing cuts padding, exactly (data/bucketing.py).
-RUNTIME_DATA_FIELDS = ("experiment.data.buckets",)
+# Settings that change only speed and memory, never the checkpoint or the numbers: a run resumes across them, and a
+# sweep's stage fingerprint leaves them out (ablations/sweep.py). remat recomputes exactly; length bucketing cuts
+# padding exactly (data/bucketing.py).
+SPEED_ONLY = {"model": ("remat_policy",), "data": ("buckets",)}
+RUNTIME_MODEL_FIELDS = SPEED_ONLY["model"]
+RUNTIME_DATA_FIELDS = tuple(f"experiment.data.{k}" for k in SPEED_ONLY["data"])
 # Keys that change the rest of the trajectory but not what the checkpoint is: allowed with the flag.
 SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_rate", "warmup_steps", "batch_size",
                                                    "grad_accum_steps", "weight_decay"))
@@ -228,7 +232,7 @@ def reconcile(workdir: str, old: dict | None, new: dict, *, allow_changed_schedu
 
 
 def read_record(workdir: str) -> dict | None:
-    path = os.path.join(workdir, "config.json")
+    path = os.path.join(workdir, rundir.CONFIG)
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as f:
@@ -236,7 +240,7 @@ def read_record(workdir: str) -> dict | None:
 
 
 def write_record(workdir: str, record: dict) -> None:
-    path = os.path.join(workdir, "config.json")
+    path = os.path.join(workdir, rundir.CONFIG)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)

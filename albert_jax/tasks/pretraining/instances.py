@@ -43,7 +43,8 @@ from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_rec
                                             read_records, shard_paths)
 from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines
 
-TASKS = ("sop", "nsp", "none")
+SENTENCE_TASKS = ("sop", "nsp", "none")  # the inter-sentence losses (Table 5); "none" is MLM alone
+MASKING = ("static", "dynamic")  # masks written into the records, or drawn per epoch (DynamicMasking)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,14 +74,14 @@ class PretrainingConfig:
             bad("short_seq_prob", "0..1")
         if self.dupe_factor < 1:
             bad("dupe_factor", ">= 1")
-        if self.task not in TASKS:
-            bad("task", TASKS)
+        if self.task not in SENTENCE_TASKS:
+            bad("task", SENTENCE_TASKS)
         if self.ngram < 1:
             bad("ngram", ">= 1")
         if self.single_sentence not in ("split", "random_document"):
             bad("single_sentence", ("split", "random_document"))
-        if self.masking not in ("static", "dynamic"):
-            bad("masking", ("static", "dynamic"))
+        if self.masking not in MASKING:
+            bad("masking", MASKING)
         if self.nsp_buffer_docs < 1:
             bad("nsp_buffer_docs", ">= 1")
 

@@ -13,10 +13,10 @@ import numpy as np
 
 from albert_jax.modeling import AlbertForPreTraining
 from albert_jax.tasks.base import LossTerm, Task
+from albert_jax.tasks.pretraining.instances import SENTENCE_TASKS
 
 BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "masked_lm_weights", "next_sentence_labels")
-SENTENCE_TASKS = ("sop", "nsp", "none")
 # Packed rows (packing.py) carry these too; their presence is what makes a batch packed.
 PACKED_KEYS = ("pack_ids", "position_ids", "cls_positions", "next_sentence_weights")
 PACKED_KEY = "pack_ids"
