@@ -1,8 +1,10 @@
 """The one training loop, for pretraining and every fine-tuning task: `train(run, workdir)`.
 
-setup (mesh, config.json, tokenizer copy) -> sharded state (restore, or init from the caller's parameters, or
-fresh) -> loop (dispatch step t, then read step t-1's metrics; log; evaluate; keep the best dev checkpoint;
-checkpoint; stop on SIGTERM/SIGINT or a non-finite loss) -> final evaluation and checkpoint.
+Four phases, one function each: `_setup` (the run's identity checked against config.json and recorded, the
+tokenizer copied, the optimizer and the jitted steps built) -> `_restore` (the newest good checkpoint, or the
+caller's parameters, or fresh) -> `_train_steps` (dispatch step t, then read step t-1's metrics; log; evaluate;
+keep the best dev checkpoint; checkpoint; stop on SIGTERM/SIGINT or a non-finite loss; the final evaluation and
+checkpoint) -> `_finish` (checkpoint managers closed).
 
 What a run guarantees (docs/training.md, "What a run guarantees"): one writer per workdir (workdir.lock); a resume
 continues the recorded run or is refused before anything is written (workdir.reconcile); no checkpoint holds a
@@ -173,7 +175,40 @@ def train(run: Run, workdir: str) -> TrainResult:
         return _train(run, workdir)
 
 
-def _train(run: Run, workdir: str) -> dict[str, Any]:
+@dataclasses.dataclass
+class _Session:
+    """What the setup phase builds for the others: the compiled steps, the checkpoint directories and the data."""
+    tx: Any
+    schedule: Any
+    abstract_state: Any
+    shardings: Any
+    mesh: Any
+    train_step: Callable
+    eval_step: Callable
+    checkpointer: Any  # ckpt.Checkpointer of workdir/checkpoints
+    best_ckpt: Any  # of workdir/best, for runs with `select`; None otherwise
+    batch_sh: Any
+    batches: Any
+
+
+def _train(run: Run, workdir: str) -> TrainResult:
+    """The phases: setup (the run's identity checked and recorded, steps compiled), restore (the newest good
+    checkpoint, or fresh parameters), train (the step loop with its evaluations and saves), finish (files closed)."""
+    session = _setup(run, workdir)
+    start, state, best = _restore(run, session)
+    try:
+        state, last_eval, best, stopped = _train_steps(run, workdir, session, start, state, best)
+    finally:
+        _finish(session)
+    t = run.config.train
+    return TrainResult(
+        eval=last_eval, step=int(jax.device_get(state.step)), stopped=stopped,
+        best=best if session.best_ckpt is not None else None, abstract_state=session.abstract_state,
+        evaluate=lambda params, sets, keep=None: evaluate(session.eval_step, params, run.task, sets, t.batch_size,
+                                                          session.batch_sh, 0, keep=keep))
+
+
+def _setup(run: Run, workdir: str) -> _Session:
     config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
     t = config.train
     ckpt_dir, best_dir = os.path.join(workdir, rundir.CHECKPOINTS), os.path.join(workdir, rundir.BEST)
@@ -197,35 +232,54 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         if tokenizer is not None and hasattr(tokenizer, "save"):
             tokenizer.save(workdir)  # the run's own copy: fine-tuning and export read it from here
 
-    # ---------------------------------------------------------------- model, optimizer, state
     boxed = st.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
                               weight_decay=t.get("weight_decay", optim.WEIGHT_DECAY),
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    schedule = optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps)
     abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
     train_step, eval_step = ts.jit_steps(task, model_cfg, tx, mesh, shardings, t.grad_accum_steps)
-    # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
-    checkpointer = ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True)
-    best_ckpt = ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None
     batch_sh = shd.batch_sharding(mesh)
-    batches = data.train_iterator(t.batch_size, batch_sh, seed=t.seed)
+    return _Session(
+        tx=tx, schedule=optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps),
+        abstract_state=abstract_state, shardings=shardings, mesh=mesh, train_step=train_step, eval_step=eval_step,
+        # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
+        checkpointer=ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True),
+        best_ckpt=ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None,
+        batch_sh=batch_sh, batches=data.train_iterator(t.batch_size, batch_sh, seed=t.seed))
 
+
+def _restore(run: Run, s: _Session):
+    """(first step to run, state, best dev evaluation so far) from the newest good checkpoint, or a fresh start."""
+    t = run.config.train
     # Loading the data-iterator state is part of restoring a step: a damaged one sends the walk back too.
-    restored = checkpointer.restore_latest(abstract_state, validate=lambda _s, d, _m: batches.set_state(d))
+    restored = s.checkpointer.restore_latest(s.abstract_state, validate=lambda _s, d, _m: s.batches.set_state(d))
     best = {"value": -math.inf, "step": 0}
     if restored is None:
-        start = 0
         if run.init_params is not None:
-            state = st.state_from_params(run.init_params(), tx, mesh, shardings)
-        else:
-            state = st.init_state(task, model_cfg, tx, mesh, jax.random.PRNGKey(t.seed), shardings)
-    else:
-        start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
-        log.info("resumed from step %d", start)
-        if best_ckpt is not None and best_ckpt.steps():
-            best = _resume_best(best_ckpt, start)
-    last_good = start if restored is not None else None  # the newest checked checkpoint on disk
+            return 0, st.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings), best
+        return 0, st.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed), s.shardings), best
+    start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
+    log.info("resumed from step %d", start)
+    if s.best_ckpt is not None and s.best_ckpt.steps():
+        best = _resume_best(s.best_ckpt, start)
+    return start, state, best
+
+
+def _finish(s: _Session) -> None:
+    try:
+        s.checkpointer.close()
+    finally:
+        if s.best_ckpt is not None:
+            s.best_ckpt.close()
+
+
+def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: dict):
+    """Steps `start`..num_train_steps with logging, evaluation, the best checkpoint and saves; stops early at a
+    signal (after checkpointing). Returns (state, last evaluation, best, stopped by a signal)."""
+    config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
+    t = config.train
+    checkpointer, best_ckpt, batches = s.checkpointer, s.best_ckpt, s.batches
+    last_good = start if start else None  # the newest checked checkpoint on disk
     metrics_path = os.path.join(workdir, rundir.METRICS)
     kept = _truncate_metrics(metrics_path, start) if jax.process_index() == 0 else []
     clock = mx.RunClock.resumed_from(kept)
@@ -235,13 +289,12 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
         return {"step": step_done, "config": jsonable(config), "model": model_cfg.to_dict(),
                 "task": task.describe(), "versions": {"jax": jax.__version__}, **extra}
 
-    # ---------------------------------------------------------------- loop
     stop = {"signal": None}
 
     def on_signal(signum, _frame):
         stop["signal"] = signum  # checkpoint at the next step boundary, then exit
 
-    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     @functools.lru_cache(maxsize=None)
     def flops_at(seq: int) -> float:  # per token; the attention term grows with the (bucketed) length
         options = task.flop_options() if hasattr(task, "flop_options") else {}
@@ -267,7 +320,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                 f"{float(m['grad_norm'])}); {_last_good(last_good, checkpointer.directory)}")
         if done % t.log_every == 0 or done == t.num_train_steps:
             row = _row_from(task, m)
-            row["learning_rate"] = float(schedule(done - 1))  # the rate this step's update used
+            row["learning_rate"] = float(s.schedule(done - 1))  # the rate this step's update used
             row.update(clock.elapsed())
             rates = meter.rates()
             if rates:
@@ -285,7 +338,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
     try:
         for step in range(start, t.num_train_steps):
             batch = next(batches)
-            state, new_metrics = train_step(state, batch, rng)
+            state, new_metrics = s.train_step(state, batch, rng)
             checkpointer.poll()  # a failed background save stops the run here, not several saves later
             if pending is not None:
                 process(*pending)  # step t-1's metrics, read while step t runs
@@ -314,7 +367,7 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                     f"{_last_good(last_good, checkpointer.directory)}")
             if do_eval:
                 kept = {} if done == t.num_train_steps else None  # the final evaluation keeps its examples
-                last_eval = evaluate(eval_step, state.params, task, data.eval_sets, t.batch_size, batch_sh,
+                last_eval = evaluate(s.eval_step, state.params, task, data.eval_sets, t.batch_size, s.batch_sh,
                                      t.eval_batches, keep=kept)
                 if kept and jax.process_index() == 0:
                     examples.save_examples(os.path.join(workdir, examples.EXAMPLES_FILE), kept)
@@ -342,17 +395,8 @@ def _train(run: Run, workdir: str) -> dict[str, Any]:
                 log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
                 break
     finally:
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
         bar.close()
         writer.close()
-        try:
-            checkpointer.close()
-        finally:
-            if best_ckpt is not None:
-                best_ckpt.close()
-    return TrainResult(
-        eval=last_eval, step=int(jax.device_get(state.step)), stopped=stop["signal"] is not None,
-        best=best if best_ckpt is not None else None, abstract_state=abstract_state,
-        evaluate=lambda params, sets, keep=None: evaluate(eval_step, params, task, sets, t.batch_size, batch_sh, 0,
-                                                          keep=keep))
+    return state, last_eval, best, stop["signal"] is not None
