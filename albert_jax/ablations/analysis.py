@@ -7,7 +7,7 @@ over the real tokens of the text (input_mask 1, [CLS] and [SEP] included, paddin
 all sequences: sums and counts, reduced once at the end.
 
 Models: a pretraining or fine-tuning workdir of ours or a HuggingFace directory (whatever
-tasks/finetune.resolve_init reads), or `random:W[:field=value,...]`, a fresh initialisation of W's architecture
+runs/finetune.resolve_init reads), or `random:W[:field=value,...]`, a fresh initialisation of W's architecture
 with overrides (e.g. `random:W:sharing=none`): the untrained baseline. The text defaults to a pretraining run's
 own held-out split (the validation text its evaluations use), packed into single-segment `[CLS] ... [SEP]`
 sequences of whole sentences, document by document.
