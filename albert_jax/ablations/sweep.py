@@ -305,12 +305,9 @@ def run_stage(stage: Stage) -> bool:
 
     config = stage.config()
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
-    if stage.kind == "pretrain":
-        pretrain(config, str(stage.workdir))
-    else:
-        result = finetune(config, str(stage.workdir))
-        if result.get("stopped"):
-            return False
+    result = (pretrain if stage.kind == "pretrain" else finetune)(config, str(stage.workdir))
+    if result.get("stopped"):
+        return False
     return stage.done()
 
 

@@ -31,6 +31,19 @@ def load_experiment(spec: str, overrides):
     return config
 
 
+# The exit status of a run that a signal (SIGTERM, SIGINT) stopped after checkpointing: not finished, and the same
+# command continues it. `sweep` uses it too, so that `pretrain && finetune` in a script stops there.
+INTERRUPTED = 3
+
+
+def interrupted(command: str, result: dict) -> int:
+    """One line on stderr for a run a signal stopped, and the exit status that says so."""
+    where = f"seed {result['seed']}, " if "seed" in result else ""
+    print(f"albert-jax {command}: stopped by a signal after checkpointing ({where}step {result['step']}); run the "
+          "same command to continue", file=sys.stderr)
+    return INTERRUPTED
+
+
 def add_run_arguments(p, example: str) -> None:
     p.add_argument("--config", required=True, help=f"experiments/<file>.py[:<args>], e.g. {example}")
     p.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events, config.json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 
-from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logging
+from albert_jax.cli.common import add_run_arguments, interrupted, load_experiment, setup_logging
 
 
 def _run(args) -> int:
@@ -15,8 +15,7 @@ def _run(args) -> int:
     started = time.time()
     r = distill(config, args.workdir)
     if r.get("stopped"):
-        print(json.dumps({"workdir": args.workdir, "stopped": True, "seed": r.get("seed")}))
-        return 3
+        return interrupted("distill", r)
     d = r["distill"]
     print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), "task": r["task"],
                       "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],

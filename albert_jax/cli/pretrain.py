@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 
-from albert_jax.cli.common import add_run_arguments, load_experiment, setup_logging
+from albert_jax.cli.common import add_run_arguments, interrupted, load_experiment, setup_logging
 
 
 def _run(args) -> int:
@@ -14,6 +14,8 @@ def _run(args) -> int:
     config = load_experiment(args.config, args.set)
     started = time.time()
     result = pretrain(config, args.workdir)
+    if result.get("stopped"):
+        return interrupted("pretrain", result)
     print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
     return 0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 def _run(args) -> int:
     from albert_jax.ablations import registry, sweep
-    from albert_jax.cli.common import setup_logging
+    from albert_jax.cli.common import INTERRUPTED, setup_logging
 
     setup_logging(args.log_level)
     exp = registry.get(args.name, args.experiments_dir)
@@ -25,7 +25,7 @@ def _run(args) -> int:
           f"{Path(args.runs) / exp.name / args.scale}", flush=True)
     if args.launcher == "local":
         if not sweep.run_rows(plans, reuse_stages=not args.no_reuse):
-            return 3  # interrupted: the stage checkpointed; the same command continues
+            return INTERRUPTED  # the stage checkpointed; the same command continues
     else:
         resources = dict(sweep.SLURM_RESOURCES[args.scale])
         for key in ("timeout_min", "nodes", "gpus_per_node", "cpus_per_task"):
@@ -38,7 +38,7 @@ def _run(args) -> int:
                                wait=not args.no_wait, reuse_stages=not args.no_reuse, seeds=args.seeds,
                                random_init=args.random_init)
         if not args.no_wait and not all(r.get("finished") for r in results):
-            return 3
+            return INTERRUPTED
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
         from albert_jax.ablations import table
 

@@ -84,6 +84,8 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     task = PretrainingTask(d.task, d.max_seq_length, d.max_predictions_per_seq)
     init = (lambda: warm_start_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
     run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, init_params=init)
-    return loop.train(run, workdir).eval
+    result = loop.train(run, workdir)
+    # A signal stopped it after a checkpoint: not a finished run (the CLI exits 3, the sweep reports the stage).
+    return {"stopped": True, "step": result.step} if result.stopped else result.eval
 
 
