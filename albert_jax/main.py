@@ -35,7 +35,10 @@ class UserError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from albert_jax import __version__
+
     parser = argparse.ArgumentParser(prog="albert-jax", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"albert-jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _CLI_MODULES:
         try:

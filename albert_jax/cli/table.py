@@ -3,8 +3,13 @@ from __future__ import annotations
 
 
 def _run(args) -> int:
+    from pathlib import Path
+
     from albert_jax.ablations import registry, table
 
+    if not Path(args.runs).is_dir():  # a table of nothing but "not run" rows would hide a mistyped path
+        raise FileNotFoundError(f"--runs {args.runs}: no such directory (the --runs a sweep of {args.name} wrote "
+                                "into)")
     exp = registry.get(args.name, args.experiments_dir)
     if args.best:
         best = table.best_row(exp, args.scale, args.runs, hf_only=args.best == "hf")

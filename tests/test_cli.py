@@ -1,0 +1,42 @@
+"""The command line as a script sees it: exit statuses, one-line errors, and options that mean what they say."""
+from __future__ import annotations
+
+import pytest
+
+from albert_jax import __version__
+from albert_jax.main import main
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"albert-jax {__version__}"
+
+
+def test_summary_takes_every_set_in_both_spellings_and_applies_them_to_compared_rows(capsys):
+    assert main(["summary", "--set", "model.embedding_size=256", "--set", "sharing=none", "--seq-len", "128"]) == 0
+    one = capsys.readouterr().out
+    assert "sharing=none" in one and "E=256" in one
+    assert main(["summary", "--set", "embedding_size=256", "--compare", "sharing=all", "sharing=none"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| sharing=")]
+    assert [(r[1], r[2]) for r in rows] == [("256", "all"), ("256", "none")]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["summary", "--seq-len", "-5"], "--seq-len: '-5': must be a positive integer"),
+    (["summary", "--set", "sharing=none", "--set", "sharing=all"], "given twice"),
+])
+def test_summary_refuses_bad_values(capsys, argv, needle):
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    assert code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_table_of_a_missing_runs_directory_is_an_error_and_creates_nothing(capsys, tmp_path):
+    missing = tmp_path / "nope"
+    assert main(["table", "table4", "--runs", str(missing)]) == 2
+    assert f"--runs {missing}: no such directory" in capsys.readouterr().err
+    assert not missing.exists()
