@@ -25,7 +25,6 @@ multi-device reduction stay exact (tasks/base.py). Its evaluation is the base ta
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
@@ -36,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from albert_jax.tasks.base import TaskWrapper
 from albert_jax.tasks.classification import ClassificationTask, load_records
 from albert_jax.training import rundir
 
@@ -159,11 +159,12 @@ def _write_cache(d: Path, t: TeacherTargets) -> None:
     (d / "teacher.json").write_text(json.dumps(t.info, indent=1), encoding="utf-8")
 
 
-class _Distill:
-    """Mixed in before the base task's class: the base task's data, model and evaluation, the distillation loss."""
+class DistilledTask(TaskWrapper):
+    """The base task's data, model and evaluation, with the distillation loss on its training batches."""
 
-    def setup_distill(self, targets: TeacherTargets, temperature: float, alpha: float, hidden_weight: float,
-                      student_hidden: int):
+    def __init__(self, base, targets: TeacherTargets, temperature: float, alpha: float, hidden_weight: float,
+                 student_hidden: int):
+        super().__init__(base)
         self.targets, self.temperature, self.alpha, self.hidden_weight = targets, temperature, alpha, hidden_weight
         self._student_hidden = student_hidden
         self.ratios = {**self.ratios, "kd_loss": ("kd_sum", "count")}
@@ -171,7 +172,7 @@ class _Distill:
             self.ratios["hidden_loss"] = ("hidden_sum", "count")
 
     def prepare(self, tokenizer, max_len, limit=0):
-        data = super().prepare(tokenizer, max_len, limit)
+        data = self.base.prepare(tokenizer, max_len, limit)
         train = data.train.arrays
         if len(train["label"]) != len(self.targets.labels) or not np.array_equal(train["label"], self.targets.labels):
             raise DistillError(f"the teacher's train split ({len(self.targets.labels)} examples) is not the "
@@ -189,19 +190,17 @@ class _Distill:
 
     def apply(self, model, params, batch, rngs, deterministic):
         if "teacher_pooled" not in batch:
-            return super().apply(model, params, batch, rngs, deterministic)
-        return model.apply({"params": params}, **self.model_inputs(batch), deterministic=deterministic, rngs=rngs,
+            return self.base.apply(model, params, batch, rngs, deterministic)
+        return model.apply({"params": params}, **self.base.model_inputs(batch), deterministic=deterministic, rngs=rngs,
                            return_pooled=True)
 
-    def _logits(self, outputs):
-        return super()._logits(outputs[0] if isinstance(outputs, tuple) else outputs)
-
     def sums(self, outputs, batch):
-        out = super().sums(outputs, batch)  # the hard-label loss_sum and correct, as the base task computes them
+        logits = outputs[0] if isinstance(outputs, tuple) else outputs  # (logits, pooled) when matching hidden
+        out = self.base.sums(logits, batch)  # the hard-label loss_sum and correct, as the base task computes them
         if "teacher_logits" not in batch:  # evaluation: the base task's metrics only
             return out
         w = batch.get("example_weight", jnp.ones(batch["label"].shape, jnp.float32)).astype(jnp.float32)
-        s = self._logits(outputs) / self.temperature
+        s = self.base._logits(logits) / self.temperature
         t = batch["teacher_logits"].astype(jnp.float32) / self.temperature
         p_t = jax.nn.softmax(t, -1)
         kl = jnp.sum(p_t * (jax.nn.log_softmax(t, -1) - jax.nn.log_softmax(s, -1)), -1)
@@ -219,9 +218,11 @@ class _Distill:
         return total
 
     def describe(self):
-        # The student is a plain classifier for its task (same name and kind): export, quantize and init= read it
-        # as any fine-tuning run; the teacher is recorded beside.
-        return {**super().describe(), "distilled_from": self.targets.info.get("teacher")}
+        # The student is a plain classifier of its task: export, quantize and init= rebuild it by name
+        # (registry.task_of_run), as any fine-tuning run; the teacher is recorded beside. "kind" stays what runs
+        # recorded before this wrapper delegated: it is part of a run's identity, so they still resume.
+        return {**self.base.describe(), "kind": f"Distilled{type(self.base).__name__}",
+                "distilled_from": self.targets.info.get("teacher")}
 
 
 def distill_task(base, targets: TeacherTargets, *, temperature: float, alpha: float, hidden_weight: float,
@@ -233,10 +234,7 @@ def distill_task(base, targets: TeacherTargets, *, temperature: float, alpha: fl
     if targets.logits.shape[1] != base.num_labels:
         raise DistillError(f"the teacher predicts {targets.logits.shape[1]} labels; task {base.name} has "
                            f"{base.num_labels}")
-    task = copy.copy(base)
-    task.__class__ = type(f"Distilled{type(base).__name__}", (_Distill, type(base)), {})
-    task.setup_distill(targets, temperature, alpha, hidden_weight, student_hidden)
-    return task
+    return DistilledTask(base, targets, temperature, alpha, hidden_weight, student_hidden)
 
 
 # ------------------------------------------------------------------------------------------------ the driver

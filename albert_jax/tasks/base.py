@@ -80,5 +80,20 @@ class Task:
         return {"name": self.name}
 
 
+class TaskWrapper:
+    """A task that changes part of another task's behaviour and hands it the rest, by delegation: the one way a task
+    is wrapped (PABEE's per-layer heads in tasks/early_exit.py, distillation in runs/distill.py). What the wrapper
+    defines is its own; every other attribute is the base task's. A method of the base task that calls another of
+    its methods calls its own, never the wrapper's: a wrapper overrides each method whose result it changes."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def __getattr__(self, name: str):
+        if name == "base":  # not set yet (copying, unpickling): no base to ask
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+
 def weighted_sum(x, weight):
     return jnp.sum(x.astype(jnp.float32) * weight.astype(jnp.float32))

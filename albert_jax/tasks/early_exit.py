@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from albert_jax.modeling import AlbertForEarlyExit
+from albert_jax.tasks.base import TaskWrapper
 from albert_jax.tasks.classification import ClassificationTask, _row_weight
 
 HEADS = ("default", "pabee")
@@ -70,11 +71,11 @@ def with_head(task, head: str, num_layers: int):
     return EarlyExitClassificationTask(task, num_layers)
 
 
-class EarlyExitClassificationTask(ClassificationTask):
-    """A ClassificationTask (same data, features, metrics) with one classifier per layer."""
+class EarlyExitClassificationTask(TaskWrapper):
+    """A ClassificationTask (its data, features, metrics and splits) with one classifier per layer."""
 
     def __init__(self, base: ClassificationTask, num_layers: int):
-        self.__dict__.update(base.__dict__)  # the base task's data, labels, metrics and splits
+        super().__init__(base)
         self.num_layers = num_layers
         self.weights = loss_weights(num_layers)
         # Training logs the joint loss, the last layer's accuracy and each exit's accuracy.
@@ -107,7 +108,7 @@ class EarlyExitClassificationTask(ClassificationTask):
         keep = predictions["index"] >= 0
         preds_NL, label = predictions["pred"][keep], predictions["label"][keep]
         last = {**predictions, "pred": predictions["pred"][:, -1]}
-        out = super().finalize(sums, last, split)  # the loss, and the last layer's metrics as the plain names
+        out = self.base.finalize(sums, last, split)  # the loss, and the last layer's metrics as the plain names
         if (label < 0).all():
             return out
         p = self.metric_prefix(split)
@@ -121,9 +122,10 @@ class EarlyExitClassificationTask(ClassificationTask):
         return out
 
     def _scores(self, prefix, pred, label) -> dict[str, float]:
-        scores = super().finalize({"loss_sum": 0.0, "count": 1.0},
+        scores = self.base.finalize({"loss_sum": 0.0, "count": 1.0},
                                   {"pred": pred, "label": label, "index": np.zeros(len(label))}, self.dev_splits[0])
         return {f"{prefix}{k}": v for k, v in scores.items() if k in self.metrics}
 
     def describe(self):
-        return {**super().describe(), "head": "pabee", "num_layers": self.num_layers}
+        # "kind" as the run records it (part of its identity: a recorded PABEE run resumes as one)
+        return {**self.base.describe(), "kind": type(self).__name__, "head": "pabee", "num_layers": self.num_layers}
