@@ -35,9 +35,14 @@ EXPERIMENT = Experiment(
     reading="sharing all parameters costs 1.5 (E=128) to 2.5 (E=768) Avg points, most of it from sharing the FFN; "
             "sharing attention costs little",
     columns=("params",) + DOWNSTREAM, rows=rows, reference="E=768 not-shared",
+    # The paper reads Table 4 downstream. Below the paper scale rt_sentiment barely sees pretraining (random init
+    # scores as well), so each statement is also put to held-out MLM accuracy, which the paper does not report for
+    # this table: the same claim (sharing costs quality), on a measure this scale can resolve.
     checks=tuple(
-        Check(f"at E={e}, {what}", "ft:rt_sentiment", f"E={e} {row}", f"E={e} {against}", "lower")
+        Check(f"at E={e}, {what}{suffix}", column, f"E={e} {row}", f"E={e} {against}", "lower")
+        for column, suffix in (("ft:rt_sentiment", ""), ("eval/mlm_accuracy", " (ours: held-out MLM)"))
         for e in (768, 128) for what, row, against in (
-            ("sharing all parameters costs downstream accuracy", "all-shared", "not-shared"),
+            ("sharing all parameters costs downstream accuracy" if column.startswith("ft:")
+             else "sharing all parameters costs accuracy", "all-shared", "not-shared"),
             ("sharing the FFN costs more than sharing attention", "shared-FFN", "shared-attention"))))
 get_config = config_getter("table4")
