@@ -1,9 +1,9 @@
 """Fine-tuning one downstream task from any checkpoint, with the paper's protocol (Table 14), several seeds.
 
 Run:
-  albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=workdirs/demo,scale=cpu --workdir W
+  albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=workdirs/demo/table5/cpu/sop/pretrain,scale=cpu --workdir W
   albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=random,scale=cpu \
-      --set data.tokenizer=workdirs/demo --workdir W_random
+      --set data.tokenizer=workdirs/demo/table5/cpu/sop/pretrain --workdir W_random
   albert-jax finetune --config experiments/finetune.py:task=mrpc,init=<HF ALBERT dir>,scale=paper --workdir W
 
 Arguments after ':' (comma list): task=<name> (albert_jax/tasks/registry.py), init=<pretraining or fine-tuning

@@ -40,3 +40,15 @@ def test_table_of_a_missing_runs_directory_is_an_error_and_creates_nothing(capsy
     assert main(["table", "table4", "--runs", str(missing)]) == 2
     assert f"--runs {missing}: no such directory" in capsys.readouterr().err
     assert not missing.exists()
+
+
+def test_experiment_files_are_found_from_any_folder(monkeypatch, tmp_path):
+    from albert_jax.configs.loader import load_config
+
+    monkeypatch.chdir(tmp_path)  # not the repository root
+    assert load_config("experiments/pretrain.py:scale=smoke").scale == "smoke"
+    with pytest.raises(FileNotFoundError, match="experiments/nope.py does not exist"):
+        load_config("experiments/nope.py")
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "pretrain.py").write_text("def get_config(arg=''):\n    return 'mine'\n")
+    assert load_config("experiments/pretrain.py") == "mine"  # a file of the user's own comes first

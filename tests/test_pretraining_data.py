@@ -447,6 +447,8 @@ def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
+        # the cap is said, not applied silently (a user's corpus at the smoke scale)
+        assert "data.max_docs=200: each source of albert_pretrain_en keeps only its first 200 documents" in err
     first, second = (json.loads(o.strip().splitlines()[-1]) for o, _ in outs)
     assert first == second and len(first["shards"]) >= 3
     assert not list(cache.glob("pretrain/*/*.tmp*"))

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from albert_jax.configs.loader import load_module
+from albert_jax.configs.loader import experiments_dir, load_module
 from albert_jax.configs.scales import SCALES
 from albert_jax.runs.validate import near
 
@@ -97,11 +97,6 @@ class Experiment:
             return rows.get(name) or by_slug[name]
         raise ExperimentError(f"experiment {self.name} has no row {name!r}{near(name, list(rows))}; rows: "
                               f"{', '.join(rows)}")
-
-
-def experiments_dir() -> Path:
-    """The repository's experiments/ folder (beside the package: the install is editable)."""
-    return Path(os.environ.get("ALBERT_JAX_EXPERIMENTS", Path(__file__).resolve().parents[2] / "experiments"))
 
 
 def load_registry(directory: str | os.PathLike | None = None) -> dict[str, Experiment]:

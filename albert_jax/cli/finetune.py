@@ -25,5 +25,5 @@ def _run(args) -> int:
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="fine-tune a downstream task from a pretraining run, an HF "
                                                "directory or random weights (several seeds, median)")
-    add_run_arguments(p, "experiments/finetune.py:task=rt_sentiment,init=workdirs/demo,scale=cpu")
+    add_run_arguments(p, "experiments/finetune.py:task=rt_sentiment,init=workdirs/demo/table5/cpu/sop/pretrain,scale=cpu")
     p.set_defaults(func=_run)

@@ -3,8 +3,28 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 from albert_jax.configs.overrides import apply_override, apply_overrides  # noqa: F401  (the one parser)
+
+
+def experiments_dir() -> Path:
+    """The repository's experiments/ folder (beside the package: the install is editable), or
+    $ALBERT_JAX_EXPERIMENTS."""
+    return Path(os.environ.get("ALBERT_JAX_EXPERIMENTS", Path(__file__).resolve().parents[2] / "experiments"))
+
+
+def find_config_file(path: str) -> str:
+    """`path` as given, or, for `experiments/<file>.py` run from another folder, the repository's own file."""
+    if os.path.isfile(path):
+        return path
+    parts = Path(path).parts
+    if not Path(path).is_absolute() and parts and parts[0] == "experiments":
+        ours = experiments_dir().joinpath(*parts[1:])
+        if ours.is_file():
+            return str(ours)
+    raise FileNotFoundError(f"experiment config {path} does not exist (expected experiments/<file>.py[:args]; "
+                            f"the repository's are in {experiments_dir()})")
 
 
 def load_module(path):
@@ -18,8 +38,7 @@ def load_module(path):
 
 def load_config(spec: str):
     path, _, arg = spec.partition(":")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"experiment config {path} does not exist (expected experiments/<file>.py[:args])")
+    path = find_config_file(path)
     module = load_module(path)
     if not hasattr(module, "get_config"):
         raise ValueError(f"{path}: an experiment config must define get_config(arg: str)")

@@ -293,6 +293,9 @@ def heldout_text(d, texts: dict[str, Path]) -> Path:
 def prepare(config) -> PretrainData:
     d = config.data
     max_docs = d.max_docs or None
+    if max_docs:  # said every time: a user's corpus read at the smoke scale is otherwise cut without a word
+        log.warning("data.max_docs=%d: each source of %s keeps only its first %d documents; set data.max_docs=0 "
+                    "to read every document", max_docs, d.corpus, max_docs)
     root = _corpus_source(d)[0]
     texts = corpus_texts(d)
     tokenizer = corpus_tokenizer(d, texts)
