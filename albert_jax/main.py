@@ -64,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         more = f" [{len(rest)} more line(s): rerun with ALBERT_JAX_DEBUG=1 for all]" if rest else ""
         print(f"albert-jax {args.command}: error: {first}{more}", file=sys.stderr)  # one line, always
         return 2
+    except KeyboardInterrupt:  # training commands checkpoint on Ctrl-C themselves (exit 3); this is the others
+        if os.environ.get("ALBERT_JAX_DEBUG"):
+            raise
+        print(f"albert-jax {args.command}: interrupted; files being written were removed, the finished ones kept: "
+              "run the same command again", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

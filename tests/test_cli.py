@@ -52,3 +52,36 @@ def test_experiment_files_are_found_from_any_folder(monkeypatch, tmp_path):
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "pretrain.py").write_text("def get_config(arg=''):\n    return 'mine'\n")
     assert load_config("experiments/pretrain.py") == "mine"  # a file of the user's own comes first
+
+
+def test_ctrl_c_during_pretraining_data_create_is_one_line_exit_130_and_leaves_no_partial_file(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from albert_jax.data.tokenization import train_tokenizer
+
+    rng = __import__("random").Random(0)
+    words = [f"w{i}" for i in range(300)]
+    text = tmp_path / "corpus.txt"
+    with open(text, "w") as f:  # enough documents that creating their instances takes far longer than a second
+        for d in range(20000):
+            f.write("\n".join(" ".join(rng.choices(words, k=12)) for _ in range(6)) + "\n\n")
+    train_tokenizer(tmp_path / "m", files=[text], vocab_size=200, input_sentence_size=20000)
+    out = tmp_path / "out"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "pretraining-data", "create", "--input", str(text),
+                          "--spm-model", str(tmp_path / "m.model"), "--output-dir", str(out), "--workers", "1",
+                          "--max-seq-length", "32", "--dupe-factor", "5"], cwd=root, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.is_dir() and any(out.iterdir())):
+        time.sleep(0.1)  # the first shard file is open: creating has started
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("albert-jax pretraining-data: interrupted;")
+    assert "Traceback" not in err
+    assert not out.exists() or list(out.iterdir()) == []  # the half-written shard was removed

@@ -150,3 +150,18 @@ def test_cli_train_and_encode(tmp_path, capsys):
     assert main(["tokenizer", "train", "--input", str(FIXTURE), "--model-prefix", str(prefix),
                  "--vocab-size", "30000"]) == 2
     assert "too small" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_model_and_an_empty_corpus_are_one_line_errors(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world\n")
+    with pytest.raises(ValueError, match=r"notes.txt: not a SentencePiece model"):
+        T.Tokenizer.load(text)
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty.write_text("")
+    blank.write_text("\n\n   \n")
+    with pytest.raises(ValueError, match=r"empty.txt: empty; a tokenizer is trained on text"):
+        T.train_tokenizer(tmp_path / "m", files=[empty], vocab_size=100)
+    with pytest.raises(ValueError, match=r"blank.txt: no sentence left to train on"):
+        T.train_tokenizer(tmp_path / "m", files=[blank], vocab_size=100)
+    assert not (tmp_path / "m.model").exists()

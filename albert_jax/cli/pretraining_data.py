@@ -1,6 +1,7 @@
 """`albert-jax pretraining-data create`: text files -> MLM + SOP/NSP examples (tasks/pretraining/instances.py)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -27,28 +28,41 @@ def _cmd_create(args) -> int:
     return 0
 
 
+class _WithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help, except where there is none (the required ones)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.required or action.default is None else super()._get_help_string(action)
+
+
 def add_cli(subparsers) -> None:
     from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS  # the owner (numpy, no jax)
 
     p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
     sub = p.add_subparsers(dest="pretraining_data_command", required=True)
     c = sub.add_parser("create", help="text files (one sentence per line, blank line between documents) -> "
-                                      "ArrayRecord shards, one per input file")
-    c.add_argument("--input", nargs="+", required=True, metavar="FILE")
+                                      "ArrayRecord shards, one per input file",
+                       formatter_class=_WithDefaults)
+    c.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files in the official format: one "
+                   "sentence per line, a blank line between documents; one shard each")
     c.add_argument("--spm-model", required=True, help="a .model trained by `albert-jax tokenizer train`")
-    c.add_argument("--output-dir", required=True)
-    c.add_argument("--max-seq-length", type=int, default=512)
-    c.add_argument("--max-predictions", type=int, default=20)
-    c.add_argument("--masked-lm-prob", type=float, default=0.15)
-    c.add_argument("--short-seq-prob", type=float, default=0.1)
-    c.add_argument("--dupe-factor", type=int, default=40)
-    c.add_argument("--task", choices=SENTENCE_TASKS, default="sop")
-    c.add_argument("--ngram", type=int, default=3)
+    c.add_argument("--output-dir", required=True, help="where the shards and pretraining_data.json go")
+    c.add_argument("--max-seq-length", type=int, default=512, help="tokens per instance, [CLS] and [SEP]s included")
+    c.add_argument("--max-predictions", type=int, default=20, help="masked positions per instance at most")
+    c.add_argument("--masked-lm-prob", type=float, default=0.15, help="share of tokens masked")
+    c.add_argument("--short-seq-prob", type=float, default=0.1, help="share of instances cut shorter, as the "
+                   "official code does, so that the model also sees short inputs")
+    c.add_argument("--dupe-factor", type=int, default=40, help="passes over the corpus, each with other masks "
+                   "(static masking)")
+    c.add_argument("--task", choices=SENTENCE_TASKS, default="sop", help="the inter-sentence task the instances "
+                   "carry labels for")
+    c.add_argument("--ngram", type=int, default=3, help="longest whole-word n-gram masked at once (ALBERT's n-gram "
+                   "masking)")
     c.add_argument("--single-sentence", choices=("split", "random-document"), default="split",
-                   help="SOP chunks of one sentence: split inside it (default) or the official random-document B")
+                   help="SOP chunks of one sentence: split inside it, or the official random-document B")
     c.add_argument("--masking", choices=MASKING, default="static",
                    help="dynamic writes unmasked records; mask them per epoch with DynamicMasking")
     c.add_argument("--nsp-buffer-docs", type=int, default=1000, help="documents kept for random-document B")
-    c.add_argument("--seed", type=int, default=12345)
-    c.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    c.add_argument("--seed", type=int, default=12345, help="the same seed writes the same records")
+    c.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes, one input file at a time each")
     c.set_defaults(func=_cmd_create)

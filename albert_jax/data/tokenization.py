@@ -112,7 +112,11 @@ class Tokenizer:
         self.name = name
         self.lower, self.keep_accents, self.normalize_quotes = lower, keep_accents, normalize_quotes
         self.model_proto = model_proto
-        self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
+        try:
+            self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
+        except RuntimeError:  # sentencepiece's own message is an assertion from its C++ sources
+            raise ValueError(f"{name}: not a SentencePiece model (a .model file written by `albert-jax tokenizer "
+                             "train` or shipped with an ALBERT release)") from None
         found = tuple(self.sp.id_to_piece(i) for i in range(min(NUM_SPECIAL_IDS, self.sp.get_piece_size())))
         if found != SPECIAL_PIECES:
             raise ValueError(f"{name}: ids 0-4 are {found}, ALBERT needs {SPECIAL_PIECES}; train the model with "
@@ -275,6 +279,9 @@ def train_tokenizer(model_prefix: str | os.PathLike, *, files: Iterable[str | os
         for path in files:  # fail before training, not halfway through the corpus
             if not os.path.exists(path):
                 raise FileNotFoundError(f"tokenizer training input {path} does not exist")
+        if not any(os.path.getsize(path) for path in files):
+            raise ValueError(f"tokenizer training input {corpus}: empty; a tokenizer is trained on text, one sentence "
+                             "per line")
         stream = _file_sentences(files, pre, skipped)
     else:
         stream = (t for t in map(pre, sentences) if t)
@@ -296,6 +303,9 @@ def train_tokenizer(model_prefix: str | os.PathLike, *, files: Iterable[str | os
                 f"corpus {corpus} is too small for vocab_size={m.group(1)}: it supports at most {m.group(2)} "
                 f"pieces; pass a vocab size <= {m.group(2)} or hard_vocab_limit=False (--no-hard-vocab-limit), "
                 "or train on more text") from None
+        if "sentences_.empty()" in str(e):
+            raise ValueError(f"tokenizer training input {corpus}: no sentence left to train on (blank lines only?); "
+                             "a tokenizer is trained on text, one sentence per line") from None
         raise ValueError(f"SentencePiece training on {corpus} failed: {e}") from None
     for path, lines in skipped.items():
         print(f"tokenizer: skipped {len(lines)} line(s) longer than {MAX_LINE_CHARS} characters in {path} "
