@@ -187,3 +187,27 @@ def test_typed_model_fields_keep_the_rest_of_the_scale():
     f = load_config(f"experiments/finetune.py:task=rt_sentiment,init={ROOT}")  # a loaded architecture
     with pytest.raises(ValueError, match="no field 'hidden_size'"):
         apply_overrides(f, ["model.hidden_size=64"])
+
+
+def test_init_from_an_hf_classifier_uses_its_encoder_and_leaves_its_head(tmp_path, caplog):
+    # A HuggingFace AlbertForSequenceClassification (ours exported, or the Hub's) as init=: its classifier is not
+    # part of an encoder to start from; it used to be refused as "unexpected key(s): classifier.*".
+    import torch
+    import transformers
+
+    from albert_jax.interop import hf
+
+    torch.manual_seed(0)
+    conf = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                     num_labels=3)
+    transformers.AlbertForSequenceClassification(conf).save_pretrained(tmp_path / "hf_cls")
+    with caplog.at_level("WARNING", logger="albert_jax.interop"):
+        src = ft.resolve_init(str(tmp_path / "hf_cls"))
+    assert src.kind == "hf_albert" and "classifier.bias, classifier.weight" in caplog.text
+    enc = src.encoder()
+    _, body = hf.load_hf_pretrained(tmp_path / "hf_cls", drop_task_head=True)
+    assert "classifier" not in enc and set(enc) == set(body)
+    cls_model = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "hf_cls")
+    word = cls_model.albert.embeddings.word_embeddings.weight.detach().numpy()
+    np.testing.assert_array_equal(np.asarray(enc["embeddings"]["word_embeddings"]["embedding"]), word)

@@ -22,6 +22,7 @@ HF layout facts relied on (transformers 4.57, `modeling_albert.py` / `modeling_b
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,12 @@ from albert_jax.interop.hf_plans import (_HEADS, _PROJ, FAMILIES, HEAD_OF_MODEL,
                                          _albert_plan, _bert_body, _bert_plan, _Entry, _plan, _target_shapes,
                                          hf_class, hf_groups)
 
+log = logging.getLogger("albert_jax.interop")
 # Non-persistent buffers that some (older) checkpoints still carry; they hold no learned values.
 _BUFFER_SUFFIXES = ("embeddings.position_ids", "embeddings.token_type_ids")
 _ALBERT_HEAD_PREFIXES = ("predictions.", "sop_classifier.")
+# The task heads of HF's Albert*For* classes (sequence, token and multiple-choice classifiers; QA spans).
+TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -315,7 +319,7 @@ def _read_config_json(directory: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_hf_pretrained(directory, **config_overrides) -> tuple[AlbertConfig, dict]:
+def load_hf_pretrained(directory, *, drop_task_head: bool = False, **config_overrides) -> tuple[AlbertConfig, dict]:
     """A HuggingFace ALBERT directory (config.json + weights) -> (config with sharing='all', params).
 
     params are jax arrays in config.param_dtype (see `hf_to_params`), usable by `model.apply` as returned.
@@ -330,7 +334,14 @@ def load_hf_pretrained(directory, **config_overrides) -> tuple[AlbertConfig, dic
         raise ConversionError(f"position_embedding_type={d['position_embedding_type']!r}: only absolute "
                               "position embeddings are implemented")
     config = AlbertConfig.from_hf_json(d, **config_overrides)
-    return config, hf_to_params(_read_state_dict(directory), config)
+    sd = _read_state_dict(directory)
+    if drop_task_head:  # an AlbertFor<Task> as an encoder to start from: its task head is not part of that
+        head = sorted(k for k in sd if k.startswith(TASK_HEAD_PREFIXES))
+        if head:
+            log.warning("%s: its task head (%s) is left out; the encoder is what starts the new run", directory,
+                        ", ".join(head))
+        sd = {k: v for k, v in sd.items() if k not in head}
+    return config, hf_to_params(sd, config)
 
 
 # ---------------------------------------------------------------------------------------------- BERT

@@ -151,7 +151,7 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
         from albert_jax.interop import hf
         model_type = _read_json(path / "config.json").get("model_type")
         if model_type == "albert":
-            cfg, params = hf.load_hf_pretrained(path)
+            cfg, params = hf.load_hf_pretrained(path, drop_task_head=True)  # the new task's head starts fresh
             enc = params.get("albert", params)
             return InitSource("hf_albert", str(path), cfg, _load_tokenizer(path), lambda: enc)
         if model_type == "bert":
