@@ -441,9 +441,7 @@ def test_race_finalize_accuracy():
 
 def _span_features(task, split, examples, tokenizer):
     """Eval features of hand-made SQuAD examples (one window each at max_len 64)."""
-    feats = task.featurize(examples, tokenizer, 64, split, training=False)
-    task.features = {split: feats}
-    return feats
+    return task.featurize(examples, tokenizer, 64, split, training=False)
 
 
 class _WordTokenizer:
@@ -474,7 +472,7 @@ def test_squad_v1_finalize_exact_and_f1():
     start = np.stack([_logits(64, offset + 2), _logits(64, offset + 3)])
     end = np.stack([_logits(64, offset + 4), _logits(64, offset + 3)])
     out = task.finalize({"count": 2.0}, {"start_logits": start, "end_logits": end,
-                                         "index": np.arange(2, dtype=np.int32)}, "validation")
+                                         "index": np.arange(2, dtype=np.int32)}, "validation", features=feats)
     assert len(feats) == 2 and feats.answers == {"q1": ["big red dog", "red dog"], "q2": ["France"]}
     assert out == {"exact_match": pytest.approx(50.0), "f1": pytest.approx(90.0), "total": 2.0}
 
@@ -489,7 +487,7 @@ def test_squad_v2_finalize_null_threshold_and_has_no_ans():
            "answers": {"text": np.asarray([b"paris"], object), "answer_start": np.asarray([0])}},
           {"id": "n1", "question": "when", "context": "a cat sat", "is_impossible": True, "answers": none},
           {"id": "n2", "question": "why", "context": "it rained today", "is_impossible": True, "answers": none}]
-    _span_features(task, "validation", ex, tok)
+    feats = _span_features(task, "validation", ex, tok)
     k = 5  # the v2 head's top starts
     off = 3
     start = np.stack([_logits(64, off + w) for w in (2, 0, 1, 0)])
@@ -501,7 +499,8 @@ def test_squad_v2_finalize_null_threshold_and_has_no_ans():
     # a1 -1 -> "red dog" (right); a2 +1 -> "" (wrong); n1 -2 -> "cat sat" (wrong); n2 +2 -> "" (right).
     cls = np.asarray([-1.0, 1.0, -2.0, 2.0], np.float32)
     out = task.finalize({"count": 4.0}, {"start_logits": start, "end_logits": end, "top_starts": tops,
-                                         "cls_logits": cls, "index": np.arange(4, dtype=np.int32)}, "validation")
+                                         "cls_logits": cls, "index": np.arange(4, dtype=np.int32)}, "validation",
+                       features=feats)
     assert out["exact_match"] == pytest.approx(50.0) and out["f1"] == pytest.approx(50.0)
     assert out["HasAns_exact"] == pytest.approx(50.0) and out["HasAns_total"] == 2
     assert out["NoAns_exact"] == pytest.approx(50.0) and out["NoAns_total"] == 2

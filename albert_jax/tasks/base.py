@@ -72,7 +72,9 @@ class Task:
         """(sums over the batch's real rows, per-example predictions or None)."""
         return {**self.sums(outputs, batch), **self.counts(batch)}, None
 
-    def finalize(self, sums: dict, predictions: dict | None, split: str) -> dict[str, float]:
+    def finalize(self, sums: dict, predictions: dict | None, split: str, features=None) -> dict[str, float]:
+        """Metrics of a whole split from its summed sums and per-example predictions; `features`: the split's
+        (tasks/features.EvalSet), for tasks that decode predictions against them."""
         return {name: float(sums[s] / max(float(sums[c]), 1e-12)) for name, (s, c) in self.ratios.items()}
 
     def describe(self) -> dict:

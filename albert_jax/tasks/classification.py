@@ -57,9 +57,8 @@ class DownstreamTask(Task):
         raise NotImplementedError
 
     def prepare(self, tokenizer, max_len: int, limit: int = 0) -> TaskData:
-        """Every split featurized; `limit` > 0 keeps the first `limit` examples of each (smoke runs)."""
-        self.max_len = max_len
-
+        """Every split featurized; `limit` > 0 keeps the first `limit` examples of each (smoke runs). The task keeps
+        nothing of them: what finalize() decodes against travels with each eval set (features.EvalSet)."""
         def split(name, training):
             records = load_records(self.source, name, limit)
             if not records:
@@ -69,7 +68,6 @@ class DownstreamTask(Task):
         train = split(self.train_split, True)
         dev = {s: split(s, False) for s in self.dev_splits}
         test = {s: split(s, False) for s in self.test_splits}
-        self.features = {**dev, **test}  # what finalize() decodes against
         sizes = {f.split: len(f) for f in [train, *dev.values(), *test.values()]}
         stats = {f.split: f.stats for f in [train, *dev.values(), *test.values()] if f.stats}
         summary = {"task": self.name, "source": self.source, "max_seq_length": max_len, "examples": sizes,
@@ -158,7 +156,7 @@ class ClassificationTask(DownstreamTask):
         return ({**self.sums(outputs, batch), **self.counts(batch)},
                 {"pred": pred, "label": batch["label"], "index": batch["example_index"]})
 
-    def finalize(self, sums, predictions, split):
+    def finalize(self, sums, predictions, split, features=None):
         keep = predictions["index"] >= 0
         pred, label = predictions["pred"][keep], predictions["label"][keep]
         p = self.metric_prefix(split)

@@ -104,11 +104,11 @@ class EarlyExitClassificationTask(TaskWrapper):
         return ({**self.sums(outputs, batch), **self.counts(batch)},
                 {"pred": jnp.argmax(outputs, -1), "label": batch["label"], "index": batch["example_index"]})
 
-    def finalize(self, sums, predictions, split):
+    def finalize(self, sums, predictions, split, features=None):
         keep = predictions["index"] >= 0
         preds_NL, label = predictions["pred"][keep], predictions["label"][keep]
         last = {**predictions, "pred": predictions["pred"][:, -1]}
-        out = self.base.finalize(sums, last, split)  # the loss, and the last layer's metrics as the plain names
+        out = self.base.finalize(sums, last, split, features)  # the loss, and the last layer's metrics as the plain names
         if (label < 0).all():
             return out
         p = self.metric_prefix(split)

@@ -143,6 +143,17 @@ def eval_batches(features: Features, batch_size: int, sharding, seq_keys: Sequen
                                                          (batch_size,) + v.shape[1:]) for k, v in batch.items()}
 
 
+class EvalSet:
+    """One split to evaluate: `(batch_size, sharding)` -> its padded batches, and the features a task's `finalize`
+    decodes its predictions against (SQuAD's windows and answers)."""
+
+    def __init__(self, features: Features, seq_keys=(), buckets=()):
+        self.features, self.seq_keys, self.buckets = features, tuple(seq_keys), tuple(buckets)
+
+    def __call__(self, batch_size: int, sharding):
+        return eval_batches(self.features, batch_size, sharding, self.seq_keys, self.buckets)
+
+
 @dataclasses.dataclass
 class TaskData:
     """What the training loop reads: train batches, dev sets for evaluation during training, test sets scored
@@ -168,9 +179,8 @@ class TaskData:
                                                   seed=seed, shuffle=True, num_epochs=None, sharding=sharding,
                                                   local_fn=cut)
 
-    def _sets(self, splits: dict[str, Features]) -> dict[str, Callable]:
-        return {name: (lambda b, sh, f=f: eval_batches(f, b, sh, self.seq_keys, self.buckets))
-                for name, f in splits.items()}
+    def _sets(self, splits: dict[str, Features]) -> dict[str, "EvalSet"]:
+        return {name: EvalSet(f, self.seq_keys, self.buckets) for name, f in splits.items()}
 
     @property
     def eval_sets(self) -> dict[str, Callable]:

@@ -106,7 +106,7 @@ class MultipleChoiceTask(DownstreamTask):
         return ({**self.sums(outputs, batch), **self.counts(batch)},
                 {"pred": jnp.argmax(outputs, -1), "label": batch["label"], "index": batch["example_index"]})
 
-    def finalize(self, sums, predictions, split):
+    def finalize(self, sums, predictions, split, features=None):
         keep = predictions["index"] >= 0
         p = self.metric_prefix(split)
         n = max(float(sums["count"]), 1.0)

@@ -137,8 +137,11 @@ class SpanTask(DownstreamTask):
             preds = {"start_logits": outputs[0], "end_logits": outputs[1]}
         return counts, {**preds, "index": batch["example_index"]}
 
-    def finalize(self, sums, predictions, split):
-        feats = self.features[split]
+    def finalize(self, sums, predictions, split, features=None):
+        if features is None:
+            raise ValueError(f"task {self.name}: scoring split {split!r} needs its features (the windows and "
+                             "answers its predictions decode against)")
+        feats = features
         keep = predictions["index"] >= 0
         order = np.argsort(predictions["index"][keep])
         rows = {k: np.asarray(v)[keep][order] for k, v in predictions.items() if k != "index"}

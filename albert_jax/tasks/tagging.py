@@ -109,7 +109,7 @@ class TaggingTask(DownstreamTask):
         w = batch.get("example_weight", jnp.ones(labels.shape[:1], jnp.float32))[:, None] * (labels >= 0)
         return {"count": jnp.sum(w.astype(jnp.float32))}
 
-    def finalize(self, sums, predictions, split):
+    def finalize(self, sums, predictions, split, features=None):
         p = self.metric_prefix(split)
         n = max(float(sums["count"]), 1.0)
         return {f"{p}accuracy": float(sums["correct"]) / n, f"{p}loss": float(sums["loss_sum"]) / n,

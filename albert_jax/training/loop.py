@@ -118,7 +118,8 @@ def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding
             if p is not None:
                 preds.append(p)
         if sums is not None:
-            out.update(task.finalize(sums, _concat(preds), name))
+            # an eval set of a fine-tuning task also carries the features its predictions decode against
+            out.update(task.finalize(sums, _concat(preds), name, features=getattr(make_iter, "features", None)))
             if keep is not None and preds:
                 keep[name] = _concat(preds)
     return out

@@ -104,7 +104,7 @@ class PretrainingTask(Task):
         return sums, {"sentence_correct": s_correct, "label": labels, "mlm_correct": jnp.sum(correct * w, -1),
                       "mlm_count": jnp.sum(w, -1), "weight": weight}
 
-    def finalize(self, sums, predictions, split):
+    def finalize(self, sums, predictions, split, features=None):
         """split 'sop' or 'nsp': that set's sentence accuracy/loss; MLM is measured on the first set (sop)."""
         n = max(float(sums["sentence_count"]), 1.0)
         out = {f"{split}_accuracy": float(sums["sentence_correct"]) / n,
