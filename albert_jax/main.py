@@ -18,6 +18,7 @@ _CLI_MODULES = (
     "albert_jax.cli.pretraining_data",
     "albert_jax.cli.pretrain",
     "albert_jax.cli.finetune",
+    "albert_jax.cli.predict",
     "albert_jax.cli.export",
     "albert_jax.cli.convert",
     "albert_jax.cli.experiments",

@@ -6,7 +6,8 @@ Run:
       --set data.tokenizer=workdirs/demo/table5/cpu/sop/pretrain --workdir W_random
   albert-jax finetune --config experiments/finetune.py:task=mrpc,init=<HF ALBERT dir>,scale=paper --workdir W
 
-Arguments after ':' (comma list): task=<name> (albert_jax/tasks/registry.py), init=<pretraining or fine-tuning
+Arguments after ':' (comma list): task=<name> (albert_jax/tasks/registry.py) or task=<your task file>.json (your own
+CSV/TSV/JSONL, CoNLL or SQuAD files: albert_jax/tasks/from_files.py, docs/finetuning.md), init=<pretraining or fine-tuning
 workdir | HuggingFace ALBERT/BERT directory | minilm | random>, scale=smoke|cpu|paper, seeds=<count>,
 preset=<model preset, for init=random>, head=default|pabee (pabee: a classifier after every layer, patience-based
 early exit), depth=<k> (0: the source's; k: an all-shared source applied k times), and model.<field>=<value>.
@@ -20,6 +21,8 @@ source's and the model section holds only what fine-tuning may change (dropout, 
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import ml_collections
 
 from albert_jax.config import model_section, preset
@@ -32,6 +35,7 @@ from albert_jax.runs.validate import KNOBS  # noqa: E402  (one owner)
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
     from albert_jax.runs.validate import near
+    from albert_jax.tasks import from_files
     from albert_jax.tasks.protocol import protocol
     from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
 
@@ -40,7 +44,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
     task_name = args.pop("task", "rt_sentiment")
-    if task_name not in TASKS:
+    if from_files.is_task_file(task_name):
+        task_name = str(Path(task_name).resolve())  # the run may resume from another folder
+    elif task_name not in TASKS:
         raise ValueError(f"task={task_name!r}: unknown task{near(task_name, TASKS)}; local tasks (offline): "
                          f"{', '.join(LOCAL)}; TFDS catalog tasks: {', '.join(CATALOG)}")
     task = make_task(task_name)

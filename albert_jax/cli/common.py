@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -20,6 +21,13 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=others, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr,
                         force=True)
     logging.getLogger("albert_jax").setLevel(numeric)
+    if numeric > logging.DEBUG:
+        # What orbax says on every read of a checkpoint (absl WARNINGs "Given directory is read only", "setting
+        # save_interval_steps=0"; the UserWarning that the sharding comes from the sharding file) carries nothing a
+        # user can act on; DEBUG shows it all again.
+        logging.getLogger("absl").setLevel(logging.ERROR)
+        warnings.filterwarnings("ignore", message="Sharding info not provided when restoring")
+        warnings.filterwarnings("ignore", message="Couldn't find sharding info under RestoreArgs")
 
 
 def load_experiment(spec: str, overrides):

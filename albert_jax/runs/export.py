@@ -152,7 +152,7 @@ def hf_target(run: RunParams) -> dict:
             raise ExportRefused(f"cannot export {run.workdir} to HuggingFace: task {name} uses our {model_name}, "
                                 "which no transformers class computes; `--to params` writes it (per-layer orbax "
                                 "checkpoint + layout.json)")
-        labels, problem_type = _labels(task, head)
+        labels, problem_type = label_names(task, head)
     bert_shaped = cfg.sharing == "none" and not cfg.use_projection and cfg.embedding_size == cfg.hidden_size
     family = "bert" if bert_shaped and _wordpiece(run.tokenizer) and head != "pretraining" else "albert"
     try:
@@ -165,7 +165,7 @@ def hf_target(run: RunParams) -> dict:
             "model_class": hf.hf_class(family, head), "tokenizer_class": tok_class}
 
 
-def _labels(task, head: str) -> tuple[list[str] | None, str | None]:
+def label_names(task, head: str) -> tuple[list[str] | None, str | None]:
     """id2label names and problem_type: the dataset's class names where it declares them, else LABEL_<i>."""
     from albert_jax.data.builders import class_names
 
@@ -175,8 +175,10 @@ def _labels(task, head: str) -> tuple[list[str] | None, str | None]:
         return None, None  # qa: HF's default of 2 outputs; multiple choice: one score per choice
     if task.num_labels == 1:
         return ["LABEL_0"], "regression"
+    names = getattr(task, "label_names", None)  # a task from the user's files: their label names
     source = task.source if isinstance(task.source, str) else None
-    names = class_names(source, getattr(task, "label_key", "label")) if source else None
+    if names is None and source:
+        names = class_names(source, getattr(task, "label_key", "label"))
     if not names or len(names) != task.num_labels:
         names = [f"LABEL_{i}" for i in range(task.num_labels)]
     return names, "single_label_classification"

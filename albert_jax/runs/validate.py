@@ -467,9 +467,10 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
                               "workdir, e.g. runs/ft_teacher/seed-0)")
     _check_train(c, config.train)
     _check_mesh(config.mesh)
+    from albert_jax.tasks.from_files import is_task_file
     from albert_jax.tasks.registry import TASKS
 
-    if config.task not in TASKS:
+    if not is_task_file(config.task) and config.task not in TASKS:
         raise ConfigError(f"task={config.task!r}: unknown task{near(config.task, TASKS)}; see "
                           "albert_jax/tasks/registry.py or docs/finetuning.md for the list")
     from albert_jax.tasks.early_exit import unsupported

@@ -27,6 +27,8 @@ def load_records(source, split: str, limit: int = 0) -> list[dict]:
     the decoding, not the read, is the time.)"""
     from albert_jax.data import builders
 
+    if hasattr(source, "records"):  # a user's files (tasks/from_files.FileSource)
+        return source.records(split, limit)
     if isinstance(source, (tuple, list)):
         out = []
         for s in source:
@@ -70,7 +72,7 @@ class DownstreamTask(Task):
         test = {s: split(s, False) for s in self.test_splits}
         sizes = {f.split: len(f) for f in [train, *dev.values(), *test.values()]}
         stats = {f.split: f.stats for f in [train, *dev.values(), *test.values()] if f.stats}
-        summary = {"task": self.name, "source": self.source, "max_seq_length": max_len, "examples": sizes,
+        summary = {"task": self.name, "source": self.source_name(), "max_seq_length": max_len, "examples": sizes,
                    "truncation": stats, "tokenizer": getattr(tokenizer, "name", ""),
                    "tokenizer_sha256": getattr(tokenizer, "fingerprint", "")}
         return TaskData(tokenizer, train, dev, test, summary, seq_keys=tuple(self.seq_keys))
@@ -84,9 +86,16 @@ class DownstreamTask(Task):
         """The first dev split's metrics are plain (eval/accuracy); other splits are prefixed (MNLI-mm)."""
         return "" if split in (self.dev_splits[:1]) else f"{split}/"
 
+    def source_name(self):
+        """The source as config.json records it: a TFDS name (or names), or the user's train file."""
+        return str(self.source) if hasattr(self.source, "records") else self.source
+
     def describe(self):
-        return {"name": self.name, "source": self.source, "num_labels": getattr(self, "num_labels", None),
-                "kind": type(self).__name__}
+        out = {"name": self.name, "source": self.source_name(), "num_labels": getattr(self, "num_labels", None),
+               "kind": type(self).__name__}
+        if getattr(self, "spec", None):  # a task from a user's files: what rebuilds it (tasks/from_files.py)
+            out["spec"] = self.spec
+        return out
 
 
 def _row_weight(batch, n):

@@ -68,6 +68,11 @@ TASKS = {**LOCAL, **CATALOG}
 
 
 def make_task(name: str):
+    """A task by name, or from a user's task file (`path/to/task.json`: tasks/from_files.py)."""
+    from albert_jax.tasks import from_files
+
+    if from_files.is_task_file(name):
+        return from_files.task_from_spec(from_files.read_spec(name))
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; local tasks (offline): {', '.join(LOCAL)}; "
                          f"TFDS catalog tasks (need the network once): {', '.join(CATALOG)}")
@@ -78,4 +83,8 @@ def task_of_run(task_info: dict, model_cfg):
     """The task a run recorded in config.json (its `task` section), with the head it was trained with."""
     from albert_jax.tasks.early_exit import with_head
 
-    return with_head(make_task(task_info["name"]), task_info.get("head", "default"), model_cfg.num_hidden_layers)
+    from albert_jax.tasks import from_files
+
+    # A task from a user's files is rebuilt from the spec it recorded (labels included): its files need not exist.
+    task = from_files.task_from_spec(task_info["spec"]) if "spec" in task_info else make_task(task_info["name"])
+    return with_head(task, task_info.get("head", "default"), model_cfg.num_hidden_layers)

@@ -1,0 +1,101 @@
+"""`albert-jax predict`: a fine-tuned run's predictions for a file, one JSON line per input (runs/predict.py)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+FORMATS = ".txt (one input per line; a pair as two tab-separated texts), .csv/.tsv/.jsonl (the task's text " \
+          "columns; spans: question and context), .conll (tagging: the first column), .json (SQuAD JSON)"
+
+
+def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
+    """(ids, inputs): each input named by file:line (or the SQuAD question id)."""
+    from albert_jax.data import user_files as U
+    from albert_jax.runs.predict import PredictError
+
+    kind, suffix = predictor.kind, path.suffix.lower()
+    if not path.is_file():
+        raise PredictError(f"--input {path}: no such file")
+    if suffix == ".txt":
+        ids, inputs = [], []
+        with open(path, encoding="utf-8") as f:
+            for line_no, line in enumerate(f, 1):
+                text = line.rstrip("\r\n")
+                if not text.strip():
+                    continue
+                ids.append(f"{path.name}:{line_no}")
+                if kind == "classification" and len(predictor.task.text_keys) == 2:
+                    parts = text.split("\t")
+                    if len(parts) != 2:
+                        raise PredictError(f"{path}:{line_no}: a pair task reads two tab-separated texts, got "
+                                           f"{len(parts)} field(s)")
+                    inputs.append(tuple(parts))
+                elif kind == "span":
+                    raise PredictError(f"{path}: a span task reads .jsonl (question, context) or SQuAD .json")
+                else:
+                    inputs.append(text)
+        return ids, inputs
+    if suffix == ".conll" and kind == "tagging":
+        rows = U.read_conll(path, labeled=False)
+        return [f"{path.name}:{line}" for line, _, _ in rows], [words for _, words, _ in rows]
+    if suffix == ".json" and kind == "span":
+        rows = U.read_squad(path, labeled=False)
+        return [r["id"] for _, r in rows], [r for _, r in rows]
+    if suffix in U.TABLE_SUFFIXES:
+        columns = {"classification": tuple(getattr(predictor.task, "text_keys", ())), "tagging": ("words",),
+                   "span": ("question", "context")}[kind]
+        rows = U.read_table(path, columns)
+        inputs = []
+        for line, row in rows:
+            if kind == "tagging":
+                words = row["words"]
+                inputs.append(words if isinstance(words, list) else str(words).split())
+            elif kind == "span":
+                inputs.append({"question": row["question"], "context": row["context"]})
+            else:
+                inputs.append({k: row[k] for k in columns})
+            if kind == "classification" and not all(str(row[k]).strip() for k in columns):
+                raise PredictError(f"{path}:{line}: empty text in column(s) {', '.join(columns)}")
+        return [f"{path.name}:{line}" for line, _ in rows], inputs
+    raise PredictError(f"--input {path}: unknown format {suffix or '(no suffix)'!r} for a {kind} task; use {FORMATS}")
+
+
+def _cmd(args) -> int:
+    from albert_jax.cli.common import setup_logging
+    from albert_jax.runs.predict import Predictor
+
+    setup_logging(args.log_level)
+    predictor = Predictor.load(args.workdir, seed=args.seed, step=args.step, batch_size=args.batch_size)
+    ids, inputs = read_inputs(Path(args.input), predictor)
+    results = predictor.predict(inputs)
+    lines = [json.dumps({"id": i, **r}, ensure_ascii=False) + "\n" for i, r in zip(ids, results)]
+    if args.output in (None, "-"):
+        sys.stdout.writelines(lines)
+    else:  # written beside, then renamed: an interrupted run leaves no half-written output over an old one
+        out = Path(args.output)
+        tmp = out.with_name(out.name + ".partial")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        os.replace(tmp, out)
+        print(f"wrote {len(lines)} prediction(s) of {predictor.run.workdir} (step {predictor.run.step}) to {out}",
+              file=sys.stderr)
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser(
+        "predict", help="a fine-tuned run's predictions for a file (labels with probabilities, scores, tags, spans)",
+        description="Reads FILE, runs the fine-tuned model (the best seed by dev score unless --seed) and writes "
+        "one JSON line per input: {id, label, probabilities} (classification, pairs), {id, score} (regression), "
+        "{id, words, tags} (tagging) or {id, answer} (spans). docs/finetuning.md, 'Predictions'.")
+    p.add_argument("--workdir", required=True, help="a fine-tuning workdir (its seed-<s>/ directories) or one "
+                   "seed's directory")
+    p.add_argument("--input", required=True, help=f"the inputs: {FORMATS}")
+    p.add_argument("--output", default="-", help="where the JSON lines go (default: - , stdout)")
+    p.add_argument("--seed", type=int, default=None, help="which seed (default: the best dev score)")
+    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: the seed's best/)")
+    p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default: 32)")
+    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (default: WARNING)")
+    p.set_defaults(func=_cmd)
