@@ -2,6 +2,7 @@
 non-finite stop, and a smoke run on the real English corpus whose loss falls."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -227,6 +228,8 @@ def test_sigterm_checkpoints_and_exits_as_interrupted(tmp_path):
     assert err.strip().splitlines()[-1] == (f"albert-jax pretrain: stopped by a signal after checkpointing (step "
                                             f"{steps[0]}); run the same command to continue")
     assert out.strip() == ""
+    # Output redirected (no terminal, no progress bar): a plain metric line every log_every steps instead.
+    assert re.search(r"seed 0: step 2/100000, loss \d+\.\d{3}.*tokens/s", err), err[-2000:]
 
 
 def test_bf16_compute_trains(single_device_run):

@@ -303,7 +303,9 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
     seen_lengths: set[int] = set()
     peak = mx.peak_flops_per_device(override=t.peak_flops or None)
     meter = mx.ThroughputMeter()
-    bar = mx.progress_bar(t.num_train_steps, initial=start, desc=task.name)
+    bar = mx.progress_bar(t.num_train_steps, initial=start, desc=f"{task.name} seed {t.seed}")
+    # Without a terminal (nohup, a batch scheduler, `> log`) the bar is off: a plain line per log_every instead.
+    plain_lines = bar.disable and jax.process_index() == 0
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
     pending = None  # (step number, metrics, batch length) of the step dispatched last, read one step later
     last_eval: dict[str, float] = {}
@@ -335,6 +337,10 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
             if task.headline in row:
                 shown[task.headline] = f"{row[task.headline]:.3f}"
             bar.set_postfix(**shown)
+            if plain_lines:
+                speed = f", {row['tokens_per_second']:.0f} tokens/s" if "tokens_per_second" in row else ""
+                log.info("%s seed %d: step %d/%d, %s%s", task.name, t.seed, done, t.num_train_steps,
+                         ", ".join(f"{k} {v}" for k, v in shown.items()), speed)
 
     try:
         for step in range(start, t.num_train_steps):
