@@ -171,6 +171,19 @@ def tokenizer(tokenizer_path):
 
 
 # ------------------------------------------------------------------------------------ registry vs the builders
+@pytest.mark.parametrize("name", ["glue/sst2", "squad/v1.1", "race/middle"])
+def test_a_catalog_builder_reaches_its_download_manager_without_the_network(name, tmp_path):
+    """What `finetune task=sst2` does before its first download: the builder's code path (TFDS imports the
+    undeclared importlib_resources there; requirements.txt pins it), its recorded checksums, a download manager."""
+    builders._import_catalog_module(name.partition("/")[0])
+    builder = tfds.builder(name, data_dir=str(tmp_path), file_format="array_record")
+    assert type(builder).code_path is not None and type(builder).code_path.name.endswith(".py")
+    assert type(builder).url_infos, name  # the checksums each download is verified against
+    dm = builder._make_download_manager(download_dir=str(tmp_path / "downloads"),
+                                        download_config=tfds.download.DownloadConfig())
+    assert isinstance(dm, tfds.download.DownloadManager)
+
+
 def test_catalog_has_the_twelve_tasks():
     assert sorted(CATALOG) == sorted(METRICS)
 
