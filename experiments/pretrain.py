@@ -44,6 +44,10 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.corpus_paths = ""  # for text_corpus/<name>: comma-separated files in the official format
     c.data.held_out_fraction = 0.01  # text_corpus: share of documents for validation (and as much for test)
     c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
+    # Or instances `albert-jax pretraining-data create` wrote: its --output-dir for training, a second one built from
+    # held-out text for evaluation, and data.spm_model the --spm-model both used (docs/training.md, "By hand").
+    c.data.instances = ""
+    c.data.eval_instances = ""
     c.data.vocab_size = 30000 if scale == "paper" else 4000
     c.data.lower = True
     c.data.task = args.pop("task", "sop")  # sop | nsp | none

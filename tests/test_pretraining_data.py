@@ -452,3 +452,35 @@ def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
     first, second = (json.loads(o.strip().splitlines()[-1]) for o, _ in outs)
     assert first == second and len(first["shards"]) >= 3
     assert not list(cache.glob("pretrain/*/*.tmp*"))
+
+
+def test_pretraining_runs_from_the_instances_create_wrote(tiny_pretrained, tmp_path, capsys):
+    """The by-hand path of docs/training.md end to end: text -> `pretraining-data create` (train and held-out)
+    -> `pretrain --set data.instances=... data.eval_instances=...`; mismatched settings are named."""
+    import json as _json
+
+    from albert_jax.main import main
+
+    lines = (Path(__file__).parent / "fixtures" / "sotu_sample.txt").read_text(encoding="utf-8").splitlines()
+    docs = ["\n".join(lines[i:i + 20]) + "\n\n" for i in range(0, len(lines), 20)]  # 20 sentences a document
+    (tmp_path / "train.txt").write_text("".join(docs[:-12]), encoding="utf-8")
+    (tmp_path / "heldout.txt").write_text("".join(docs[-12:]), encoding="utf-8")
+    spm = str(tiny_pretrained / "spiece.model")
+    for name, extra in (("train", ["--dupe-factor", "1"]), ("heldout", ["--dupe-factor", "1"])):
+        assert main(["pretraining-data", "create", "--input", str(tmp_path / f"{name}.txt"), "--spm-model", spm,
+                     "--output-dir", str(tmp_path / name), "--max-seq-length", "64", "--workers", "1",
+                     *extra]) == 0
+    capsys.readouterr()
+    wd = tmp_path / "run"
+    args = ["pretrain", "--workdir", str(wd), "--config", "experiments/pretrain.py:scale=smoke",
+            "--set", f"data.instances={tmp_path / 'train'}", "--set", f"data.eval_instances={tmp_path / 'heldout'}",
+            "--set", f"data.spm_model={spm}", "--set", "train.num_train_steps=2", "--set", "train.eval_every=2",
+            "--set", "train.checkpoint_every=2", "--set", "train.eval_batches=1", "--log-level", "WARNING"]
+    assert main([*args, "--set", "data.max_seq_length=128"]) == 2  # the records fix the length: named
+    err = capsys.readouterr().err
+    assert "holds instances with max_seq_length=64; set data.max_seq_length=64" in err, err
+    assert main(args) == 0
+    rows = [_json.loads(x) for x in (wd / "metrics.jsonl").read_text().splitlines()]
+    assert any("eval/sop_accuracy" in r and 0 <= r["eval/sop_accuracy"] <= 1 for r in rows)
+    recorded = _json.loads((wd / "config.json").read_text())
+    assert str(tmp_path / "train") in _json.dumps(recorded)

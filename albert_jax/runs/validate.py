@@ -109,7 +109,8 @@ PRETRAIN = {
         "seed": _int(0),
     },
     # optional: configs written before packing existed read the defaults (off)
-    "data?": {"packing": _BOOL,
+    "data?": {"instances": _STR, "eval_instances": _STR,
+              "packing": _BOOL,
               "packing_max_examples": _int(2, note=" (examples packed into one row at most)"),
               "packing_max_predictions": _int(0, note=" (masked predictions per packed row; 0: "
                                                      "data.max_predictions_per_seq)")},

@@ -290,8 +290,59 @@ def heldout_text(d, texts: dict[str, Path]) -> Path:
     return path
 
 
+def _read_instances(directory: str, field: str) -> tuple[dict, list[str]]:
+    """(pretraining_data.json, shard paths) of a `pretraining-data create` output directory."""
+    meta = Path(directory) / "pretraining_data.json"
+    if not meta.is_file():
+        raise ValueError(f"data.{field}={directory}: no pretraining_data.json there; point it at the --output-dir of "
+                         "`albert-jax pretraining-data create`")
+    return json.loads(meta.read_text(encoding="utf-8")), ptd.shard_paths(Path(directory))
+
+
+def from_instances(d) -> PretrainData:
+    """Pretraining on instances `pretraining-data create` wrote (data.instances), evaluated on a second such
+    directory built from held-out text (data.eval_instances), with the SentencePiece model they were made with
+    (data.spm_model). Every setting the records fix is checked against the data section, field by field."""
+    if not d.get("eval_instances") or not d.spm_model:
+        raise ValueError("data.instances needs data.eval_instances (a second `pretraining-data create` over held-out "
+                         "text, --task sop or nsp) and data.spm_model (the --spm-model both were made with)")
+    tokenizer = tokenization.Tokenizer.load(d.spm_model)
+    train_meta, train = _read_instances(d.instances, "instances")
+    eval_meta, evals = _read_instances(d.eval_instances, "eval_instances")
+    expect = {"max_seq_length": d.max_seq_length, "max_predictions_per_seq": d.max_predictions_per_seq,
+              "task": d.task, "masking": d.masking}
+    for field, meta in (("instances", train_meta), ("eval_instances", eval_meta)):
+        if meta.get("vocab_size") != tokenizer.vocab_size:
+            raise ValueError(f"data.{field}={getattr(d, field)} was made with a vocabulary of {meta.get('vocab_size')}"
+                             f"; data.spm_model={d.spm_model} has {tokenizer.vocab_size}: not the same tokenizer")
+        for key, want in expect.items():
+            if field == "eval_instances" and key in ("task", "masking"):
+                continue  # the held-out set is read statically, and may pair sentences as SOP or NSP
+            got = meta["config"].get(key)
+            if got != want:
+                raise ValueError(f"data.{field}={getattr(d, field)} holds instances with {key}={got!r}; set "
+                                 f"data.{key}={got!r} (the records fix it) or rebuild them")
+    eval_task = eval_meta["config"]["task"]
+    if eval_task not in ("sop", "nsp") or eval_meta["config"].get("masking") != "static":
+        raise ValueError(f"data.eval_instances={d.eval_instances}: built with --task {eval_task} --masking "
+                         f"{eval_meta['config'].get('masking')}; held-out instances need --task sop or nsp and static "
+                         "masking (their labels and masks are what is scored)")
+    summary = {"corpus": f"instances:{Path(d.instances).resolve()}", "vocab_size": tokenizer.vocab_size,
+               "train_shards": train, "eval_shards": {eval_task: evals}, "pretraining": train_meta["config"],
+               "eval_instances": str(Path(d.eval_instances).resolve())}
+    masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
+                           ngram=d.ngram)
+    return PretrainData(tokenizer, train, {eval_task: evals}, d.masking, masking_options, summary, None,
+                        eval_seed=d.seed + 1)
+
+
 def prepare(config) -> PretrainData:
     d = config.data
+    if d.get("instances"):
+        if d.get("packing"):
+            raise ValueError("data.packing with data.instances is not supported: build the instances with the "
+                             "lengths you train at, or pretrain from a corpus (data.corpus) to pack")
+        return from_instances(d)
     max_docs = d.max_docs or None
     if max_docs:  # said every time: a user's corpus read at the smoke scale is otherwise cut without a word
         log.warning("data.max_docs=%d: each source of %s keeps only its first %d documents; set data.max_docs=0 "
