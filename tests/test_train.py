@@ -230,6 +230,14 @@ def test_sigterm_checkpoints_and_exits_as_interrupted(tmp_path):
     assert out.strip() == ""
     # Output redirected (no terminal, no progress bar): a plain metric line every log_every steps instead.
     assert re.search(r"seed 0: step 2/100000, loss \d+\.\d{3}.*tokens/s", err), err[-2000:]
+    # `--resume` continues it with the config it recorded (its --set fields included: a differing model would be
+    # refused), here finishing one step later.
+    p = subprocess.run([sys.executable, "-m", "albert_jax.main", "pretrain", "--resume", str(wd), "--set",
+                        f"train.num_train_steps={steps[0] + 1}", "--set", "train.allow_changed_schedule=true"],
+                       cwd=ROOT, env=e, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert ckpt.Checkpointer(str(wd / "checkpoints")).steps()[-1] == steps[0] + 1
+    assert json.loads(p.stdout)["workdir"] == str(wd)
 
 
 def test_bf16_compute_trains(single_device_run):

@@ -52,9 +52,54 @@ def interrupted(command: str, result: dict) -> int:
     return INTERRUPTED
 
 
+def recorded_config(workdir):
+    """The experiment config a run recorded in its config.json; for a fine-tuning workdir, its first seed's (which
+    holds the base seed: seed-<s> records train.seed = s)."""
+    import json
+    from pathlib import Path
+
+    import ml_collections
+
+    from albert_jax.training import rundir
+
+    path = Path(workdir)
+    if not (path / rundir.CONFIG).is_file():
+        seeds = rundir.seed_dirs(path) if path.is_dir() else {}
+        if not seeds or not (next(iter(seeds.values())) / rundir.CONFIG).is_file():
+            raise ValueError(f"--resume {workdir}: no {rundir.CONFIG} there (nor in a seed-<s>/ directory): not a run "
+                             "this program started")
+        path = next(iter(seeds.values()))
+    recorded = json.loads((path / rundir.CONFIG).read_text(encoding="utf-8"))
+    if "experiment" not in recorded:
+        raise ValueError(f"--resume {workdir}: {path / rundir.CONFIG} records no experiment config")
+    return ml_collections.ConfigDict(recorded["experiment"])
+
+
+def run_config(args):
+    """(config, workdir) of a training command: `--config` + `--workdir`, or `--resume WORKDIR` (the config that
+    run recorded, so a resume needs no retyped --set); `--set` applies on top of either."""
+    from albert_jax.configs.overrides import apply_overrides
+
+    if args.resume:
+        if args.config:
+            raise ValueError("--resume reads the config the run recorded: drop --config (add --set to change a field)")
+        if args.workdir and args.workdir != args.resume:
+            raise ValueError(f"--resume {args.resume} continues that run in its own workdir; drop --workdir "
+                             f"{args.workdir}")
+        config = recorded_config(args.resume)
+        apply_overrides(config, args.set)
+        return config, args.resume
+    if not args.config or not args.workdir:
+        raise ValueError("--config and --workdir are required (or --resume WORKDIR to continue a run with the config "
+                         "it recorded)")
+    return load_experiment(args.config, args.set), args.workdir
+
+
 def add_run_arguments(p, example: str) -> None:
-    p.add_argument("--config", required=True, help=f"experiments/<file>.py[:<args>], e.g. {example}")
-    p.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events, config.json")
+    p.add_argument("--config", help=f"experiments/<file>.py[:<args>], e.g. {example}")
+    p.add_argument("--workdir", help="checkpoints, metrics.jsonl, TensorBoard events, config.json")
+    p.add_argument("--resume", metavar="WORKDIR", help="continue the run in WORKDIR with the config it recorded "
+                   "(no --config, no retyped --set)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (typed), e.g. train.num_train_steps=50 or model.embedding_size=256")
     p.add_argument("--log-level", default="INFO",

@@ -4,20 +4,20 @@ from __future__ import annotations
 import json
 import time
 
-from albert_jax.cli.common import add_run_arguments, interrupted, load_experiment, setup_logging
+from albert_jax.cli.common import add_run_arguments, interrupted, run_config, setup_logging
 
 
 def _run(args) -> int:
     from albert_jax.runs.distill import distill
 
     setup_logging(args.log_level)
-    config = load_experiment(args.config, args.set)
+    config, workdir = run_config(args)
     started = time.time()
-    r = distill(config, args.workdir)
+    r = distill(config, workdir)
     if r.get("stopped"):
         return interrupted("distill", r)
     d = r["distill"]
-    print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), "task": r["task"],
+    print(json.dumps({"workdir": workdir, "seconds": round(time.time() - started, 1), "task": r["task"],
                       "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
                       "params": {"student": d["student_params"], "teacher": d["teacher_params"]},
                       "speed": d["speed"]}, indent=1))

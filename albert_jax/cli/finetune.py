@@ -4,19 +4,19 @@ from __future__ import annotations
 import json
 import time
 
-from albert_jax.cli.common import add_run_arguments, interrupted, load_experiment, setup_logging
+from albert_jax.cli.common import add_run_arguments, interrupted, run_config, setup_logging
 
 
 def _run(args) -> int:
     from albert_jax.runs.finetune import finetune
 
     setup_logging(args.log_level)
-    config = load_experiment(args.config, args.set)
+    config, workdir = run_config(args)
     started = time.time()
-    result = finetune(config, args.workdir)
+    result = finetune(config, workdir)
     if result.get("stopped"):
         return interrupted("finetune", result)
-    short = {"workdir": args.workdir, "seconds": round(time.time() - started, 1), "task": result.get("task"),
+    short = {"workdir": workdir, "seconds": round(time.time() - started, 1), "task": result.get("task"),
              "summary": {part: {k: v["median"] for k, v in d.items()} for part, d in result.get("summary", {}).items()}}
     print(json.dumps(short, indent=1))
     return 0

@@ -4,19 +4,19 @@ from __future__ import annotations
 import json
 import time
 
-from albert_jax.cli.common import add_run_arguments, interrupted, load_experiment, setup_logging
+from albert_jax.cli.common import add_run_arguments, interrupted, run_config, setup_logging
 
 
 def _run(args) -> int:
     from albert_jax.runs.pretrain import pretrain
 
     setup_logging(args.log_level)
-    config = load_experiment(args.config, args.set)
+    config, workdir = run_config(args)
     started = time.time()
-    result = pretrain(config, args.workdir)
+    result = pretrain(config, workdir)
     if result.get("stopped"):
         return interrupted("pretrain", result)
-    print(json.dumps({"workdir": args.workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
+    print(json.dumps({"workdir": workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
     return 0
 
 
