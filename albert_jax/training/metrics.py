@@ -66,9 +66,14 @@ def peak_flops_per_device(device_kind: str | None = None, override: float | None
             if peak is None:
                 break
             return peak
-    log.warning("no peak FLOP/s known for device kind %r: MFU is not reported; set $%s (FLOP/s per device) or "
-                "pass the peak explicitly", device_kind, PEAK_FLOPS_ENV)
+    if device_kind not in _WARNED:  # once per process: a fine-tuning run would otherwise say it for every seed
+        _WARNED.add(device_kind)
+        log.warning("no peak FLOP/s known for device kind %r: MFU is not reported; set $%s (FLOP/s per device) or "
+                    "pass the peak explicitly", device_kind, PEAK_FLOPS_ENV)
     return None
+
+
+_WARNED: set = set()
 
 
 def _positive(value: float, what: str) -> float:
