@@ -10,7 +10,7 @@ export ALBERT_JAX_CACHE ?= $(HOME)/.cache/albert_jax
 export USE_TF ?= 0
 TF_STAMP := $(VENV)/.installed-tf
 
-.PHONY: install data test lint demo clean
+.PHONY: install data test test-sweeps lint demo clean
 
 install: $(STAMP)
 
@@ -39,7 +39,13 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 test: install data $(TF_STAMP)
-	$(PY) -m pytest tests -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(PY) -m pytest tests -m "not sweeps" -n $(TEST_WORKERS) $(XDIST) --durations=25
+
+# The smoke sweeps of the twelve experiments `make test` leaves out (tests/smoke_sweeps.py says which two it keeps):
+# every registered experiment pretrained, fine-tuned and tabled at the smoke scale. CI runs it after `make test`.
+test-sweeps: install data $(TF_STAMP)
+	$(PY) -m pytest tests/test_smoke_sweeps_sizes.py tests/test_smoke_sweeps_ablations.py -m sweeps \
+		-n $(TEST_WORKERS) $(XDIST) --durations=10
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks

@@ -32,12 +32,13 @@ def tiny_pretrained(tmp_path_factory):
     return wd
 
 
-# The longest files first (the two smoke-sweep files about 8 minutes each, then 2-4 minutes each, on a cold
-# cache): `make test`'s two xdist workers take a file each at a time in collection order (the Makefile turns off
-# xdist's own reordering by test count), and a long file started last runs alone while the other worker idles.
-LONGEST_FIRST = ("test_smoke_sweeps_sizes.py", "test_smoke_sweeps_ablations.py", "test_train.py", "test_finetune.py",
-                 "test_export.py", "test_benchmarks.py", "test_sweeps.py", "test_reliability_ckpt.py",
-                 "test_formulations.py")
+# The longest files first (under `make test`, 2-4 minutes each on a cold cache; the twelve smoke sweeps that took
+# 8-10 minutes per file run under `make test-sweeps`): `make test`'s two xdist workers take a file each at a time in
+# collection order (the Makefile turns off xdist's own reordering by test count), and a long file started last runs
+# alone while the other worker idles.
+LONGEST_FIRST = ("test_sweeps.py", "test_benchmarks.py", "test_train.py", "test_reliability_ckpt.py",
+                 "test_smoke_sweeps_ablations.py", "test_finetune.py", "test_multihost.py", "test_pretraining_data.py",
+                 "test_own_data.py", "test_export.py", "test_formulations.py", "test_smoke_sweeps_sizes.py")
 
 
 def pytest_collection_modifyitems(config, items):
