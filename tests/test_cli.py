@@ -85,3 +85,22 @@ def test_ctrl_c_during_pretraining_data_create_is_one_line_exit_130_and_leaves_n
     assert err.strip().splitlines()[-1].startswith("albert-jax pretraining-data: interrupted;")
     assert "Traceback" not in err
     assert not out.exists() or list(out.iterdir()) == []  # the half-written shard was removed
+
+
+def test_every_option_of_every_command_has_a_help_line():
+    import argparse
+
+    from albert_jax.main import build_parser
+
+    missing = []
+
+    def walk(parser, path):
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, [*path, name])
+            elif a.option_strings and not a.help:
+                missing.append(f"albert-jax {' '.join(path)} {a.option_strings[0]}")
+
+    walk(build_parser(), [])
+    assert not missing, missing

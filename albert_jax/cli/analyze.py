@@ -35,7 +35,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="tokens per sequence (default: the run's data.max_seq_length, else 128)")
     p.add_argument("--max-sequences", type=int, default=256, help="sequences of the text to measure")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass (default: 32)")
     p.add_argument("--step", type=int, default=None, help="checkpoint step of the workdirs (default: the latest)")
     p.add_argument("--seed", type=int, default=0, help="seed of random: inits")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")

@@ -72,8 +72,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--partition", help="slurm partition")
     p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")
     p.add_argument("--nodes", type=int, help="hosts per job (a multi-host row)")
-    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int)
-    p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int)
+    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, help="slurm: GPUs per host (default by scale: 0, 0, 8)")
+    p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, help="slurm: CPUs per task (default by scale: "
+                   "2, 4, 16)")
     p.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
     p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages")
     p.set_defaults(func=_run)

@@ -32,7 +32,8 @@ def add_cli(subparsers) -> None:
     t = sub.add_parser("train", help="train a SentencePiece model with the official ALBERT recipe")
     t.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
     t.add_argument("--model-prefix", required=True, help="writes PREFIX.model, PREFIX.vocab, PREFIX.json")
-    t.add_argument("--vocab-size", type=int, default=30000)
+    t.add_argument("--vocab-size", type=int, default=30000, help="pieces, the special and user-defined ones included "
+                   "(default: 30000, the paper's)")
     t.add_argument("--lower", action=argparse.BooleanOptionalAction, default=True,
                    help="lower-case text (the released models are uncased)")
     t.add_argument("--keep-accents", action="store_true", help="skip NFKD accent stripping")
@@ -43,6 +44,6 @@ def add_cli(subparsers) -> None:
     t.set_defaults(func=_cmd_train)
     e = sub.add_parser("encode", help="print ids (or pieces) for text given with --text or on stdin")
     e.add_argument("--model", required=True, help="a .model file")
-    e.add_argument("--text", default=None)
+    e.add_argument("--text", default=None, help="the text to encode (default: read stdin)")
     e.add_argument("--pieces", action="store_true", help="print pieces instead of ids")
     e.set_defaults(func=_cmd_encode)
