@@ -16,7 +16,7 @@ import ml_collections
 
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
-from albert_jax.configs.scales import SCALES, SMOKE_MODEL
+from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_MODEL
 from albert_jax.tasks.pretraining import packing
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
@@ -48,7 +48,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     # held-out text for evaluation, and data.spm_model the --spm-model both used (docs/training.md, "By hand").
     c.data.instances = ""
     c.data.eval_instances = ""
-    c.data.vocab_size = 30000 if scale == "paper" else 4000
+    c.data.vocab_size = DEFAULT_VOCAB[scale]
     c.data.lower = True
     c.data.task = args.pop("task", "sop")  # sop | nsp | none
     # smoke/cpu: short sequences (about one sentence per segment) make SOP learnable within minutes on a CPU.

@@ -218,13 +218,17 @@ def test_settings_without_effect_warn(caplog, tmp_path, monkeypatch):
     spm = tmp_path / "spm"
     train_tokenizer(str(spm), files=[SOTU], vocab_size=300, lower=False)
     c.data.spm_model = f"{spm}.model"
+    # The scale's default vocab_size beside a given model is what every config carries: no word about it.
+    assert not any("data.vocab_size" in w for w in validate(c, "pretrain"))
+    c.data.vocab_size = 5000  # set by the user, and overruled by the model: said
+    caplog.clear()
     with caplog.at_level(logging.WARNING, logger="albert_jax"):
         warnings = validate(c, "pretrain")
     text = " | ".join(warnings)
     assert "train.init_mode='group0' has no effect without train.init_from" in text
     assert "data.held_out_fraction=0.2 has no effect: data.corpus='albert_pretrain_en' has fixed splits" in text
     assert "data.corpus_paths=" in text and "is not a text_corpus" in text
-    assert "data.vocab_size=4000 has no effect: data.spm_model=" in text and "(300 pieces)" in text
+    assert "data.vocab_size=5000 has no effect: data.spm_model=" in text and "(300 pieces)" in text
     assert "data.lower=True has no effect" in text
     assert "train.batchsize is not read by pretrain: it has no effect (did you mean batch_size?)" in text
     assert [r.getMessage() for r in caplog.records] == warnings  # logged as warnings, not only returned

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 SCALES = ("smoke", "cpu", "paper")
 
+# The SentencePiece vocabulary trained on the corpus when no data.spm_model is given: the paper's 30,000; 4,000 below
+# it, where a small model's embedding would otherwise be most of its parameters.
+DEFAULT_VOCAB = {"smoke": 4000, "cpu": 4000, "paper": 30000}
+
 # A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64 (experiments/pretrain.py
 # and experiments/finetune.py build on it; the ablations set E and sharing per row).
 SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,

@@ -26,6 +26,7 @@ import tempfile
 from typing import Any, Callable
 
 from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.tasks.early_exit import HEADS
 from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS
 from albert_jax.training import rundir
@@ -422,7 +423,9 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
         except (ValueError, RuntimeError, OSError) as e:
             raise ConfigError(f"data.spm_model={d.spm_model!r}: {e}") from None
         tokenizer_vocab = tok.vocab_size
-        if d.vocab_size != tok.vocab_size:
+        # Only a vocab_size the user set is worth a word: the scale's default is what every config carries.
+        default_vocab = DEFAULT_VOCAB.get(config.get("scale", ""))
+        if d.vocab_size != tok.vocab_size and d.vocab_size != default_vocab:
             c.warn(f"data.vocab_size={d.vocab_size} has no effect: data.spm_model={d.spm_model!r} fixes the "
                    f"vocabulary ({tok.vocab_size} pieces)")
         if d.lower != tok.lower:
