@@ -202,7 +202,7 @@ def test_init_from_an_hf_classifier_uses_its_encoder_and_leaves_its_head(tmp_pat
                                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
                                      num_labels=3)
     transformers.AlbertForSequenceClassification(conf).save_pretrained(tmp_path / "hf_cls")
-    with caplog.at_level("WARNING", logger="albert_jax.interop"):
+    with caplog.at_level("INFO", logger="albert_jax.interop"):
         src = ft.resolve_init(str(tmp_path / "hf_cls"))
     assert src.kind == "hf_albert" and "classifier.bias, classifier.weight" in caplog.text
     enc = src.encoder()
@@ -211,3 +211,23 @@ def test_init_from_an_hf_classifier_uses_its_encoder_and_leaves_its_head(tmp_pat
     cls_model = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "hf_cls")
     word = cls_model.albert.embeddings.word_embeddings.weight.detach().numpy()
     np.testing.assert_array_equal(np.asarray(enc["embeddings"]["word_embeddings"]["embedding"]), word)
+    # Its head serves a task of the same kind with as many labels (HF's generic LABEL_<i> names match any), and
+    # not rt_sentiment (2 labels) nor with reset_head=true; the log says which and why.
+    from albert_jax.tasks.classification import ClassificationTask
+    from albert_jax.tasks.registry import make_task
+
+    three = ClassificationTask("three_way", "three_way", ("sentence",), 3)
+    three.label_names = ["a", "b", "c"]
+    ft.adopt_hf_head(three, src, reset_head=False)
+    params = ft.initial_params(three, src.model_cfg, src, 0, reset_head=False)
+    head = cls_model.classifier
+    np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]), head.weight.detach().numpy().T)
+    np.testing.assert_array_equal(np.asarray(params["classifier"]["bias"]), head.bias.detach().numpy())
+    for task, reset, why in ((make_task("rt_sentiment"), False, "it has 3 labels, task rt_sentiment has 2"),
+                             (three, True, None)):
+        fresh = ft.resolve_init(str(tmp_path / "hf_cls"))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="albert_jax"):
+            ft.adopt_hf_head(task, fresh, reset_head=reset)
+        assert fresh.head is None and (why is None or why in caplog.text), caplog.text
+

@@ -338,10 +338,26 @@ def load_hf_pretrained(directory, *, drop_task_head: bool = False, **config_over
     if drop_task_head:  # an AlbertFor<Task> as an encoder to start from: its task head is not part of that
         head = sorted(k for k in sd if k.startswith(TASK_HEAD_PREFIXES))
         if head:
-            log.warning("%s: its task head (%s) is left out; the encoder is what starts the new run", directory,
-                        ", ".join(head))
+            log.info("%s: its task head (%s) is not part of the encoder (fine-tuning reuses it for a task with the "
+                     "same labels: runs/finetune.adopt_hf_head)", directory, ", ".join(head))
         sd = {k: v for k, v in sd.items() if k not in head}
     return config, hf_to_params(sd, config)
+
+
+def hf_task_head(directory) -> dict | None:
+    """An HF AlbertFor{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias [n],
+    labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
+    directory = Path(directory)
+    d = _read_config_json(directory)
+    sd = _read_state_dict(directory)
+    if "classifier.weight" not in sd or "classifier.bias" not in sd:
+        return None
+    weight, bias = np.asarray(sd["classifier.weight"], np.float32), np.asarray(sd["classifier.bias"], np.float32)
+    id2label = {int(k): str(v) for k, v in (d.get("id2label") or {}).items()}
+    labels = [id2label.get(i, f"LABEL_{i}") for i in range(weight.shape[0])]
+    generic = labels == [f"LABEL_{i}" for i in range(weight.shape[0])]
+    return {"architecture": (d.get("architectures") or ["?"])[0], "weight": weight, "bias": bias,
+            "labels": None if generic else labels}
 
 
 # ---------------------------------------------------------------------------------------------- BERT

@@ -56,6 +56,7 @@ class InitSource:
     head: Callable[[], dict] | None = None  # a fine-tuned run's other top-level subtrees (its head)
     task: dict | None = None  # a fine-tuned run's task description
     step: int | None = None  # a workdir's checkpoint step, known once encoder() has read it
+    hf_head: dict | None = None  # an HF AlbertFor<Task>'s classifier (interop/hf.hf_task_head): see adopt_hf_head
 
 
 def _load_tokenizer(path) -> Any:
@@ -151,9 +152,10 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
         from albert_jax.interop import hf
         model_type = _read_json(path / "config.json").get("model_type")
         if model_type == "albert":
-            cfg, params = hf.load_hf_pretrained(path, drop_task_head=True)  # the new task's head starts fresh
+            cfg, params = hf.load_hf_pretrained(path, drop_task_head=True)  # the encoder; its head: adopt_hf_head
             enc = params.get("albert", params)
-            return InitSource("hf_albert", str(path), cfg, _load_tokenizer(path), lambda: enc)
+            return InitSource("hf_albert", str(path), cfg, _load_tokenizer(path), lambda: enc,
+                              hf_head=hf.hf_task_head(path))
         if model_type == "bert":
             cfg, params = hf.load_bert_safetensors(path)
             return InitSource("hf_bert", str(path), cfg, _load_tokenizer(path), lambda: params)
@@ -218,6 +220,40 @@ def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool
     return out
 
 
+HF_HEAD_OF = {"ClassificationTask": "AlbertForSequenceClassification", "TaggingTask": "AlbertForTokenClassification"}
+
+
+def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
+    """An HF AlbertFor{Sequence,Token}Classification's classifier serves this task when it is that kind of head,
+    with as many labels, and the same label names where both have names (HF's generic LABEL_<i> match any);
+    otherwise, or with reset_head, the new head starts fresh, and the log says why."""
+    h = src.hf_head
+    if h is None or reset_head:
+        return
+    kind = type(task).__name__
+    n = getattr(task, "num_labels", None)
+    names = list(task.tags) if kind == "TaggingTask" else getattr(task, "label_names", None)
+    if kind == "ClassificationTask" and names is None and not task.regression:
+        from albert_jax.runs.export import label_names
+        names, _ = label_names(task, "sequence")
+        names = None if names == [f"LABEL_{i}" for i in range(n)] else names
+    why = None
+    if HF_HEAD_OF.get(kind) != h["architecture"]:
+        why = f"it is an {h['architecture']} head, task {task.name} needs {HF_HEAD_OF.get(kind, 'another kind')}"
+    elif h["weight"].shape[0] != n:
+        why = f"it has {h['weight'].shape[0]} labels, task {task.name} has {n}"
+    elif names and h["labels"] and h["labels"] != list(names):
+        why = f"its labels {h['labels']} are not task {task.name}'s {list(names)}"
+    if why:
+        log.warning("%s: its task head is not reused (%s); the new head starts fresh", src.path, why)
+        return
+    weight, bias = h["weight"], h["bias"]
+    src.head = lambda: {"classifier": {"kernel": weight.T, "bias": bias}}  # torch Linear is [out, in]
+    src.task = {"name": task.name, "kind": kind, "num_labels": n}
+    log.info("%s: its %s head (%d labels) is reused (reset_head=true starts a new one)", src.path,
+             h["architecture"], n)
+
+
 def check_head(task, src: InitSource, reset_head: bool) -> None:
     """A fine-tuned source's head is reused for the same task; a head of the same kind with another label
     count cannot serve this task, and saying so before any data is read saves the user a wasted run."""
@@ -276,6 +312,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     src, tokenizer, model_cfg = student_model(config)
     task = with_head(task, config.head, model_cfg.num_hidden_layers)  # PABEE: one classifier per layer
     check_head(task, src, config.reset_head)
+    adopt_hf_head(task, src, config.reset_head)
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
