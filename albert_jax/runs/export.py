@@ -143,7 +143,7 @@ def hf_target(run: RunParams) -> dict:
     if run.kind == "pretraining":
         head = "pretraining"
     else:
-        from albert_jax.tasks.registry import task_of_run
+        from albert_jax.tasks.registry import label_names, task_of_run
 
         task = task_of_run(run.task, cfg)  # with the head it was trained with (PABEE: AlbertForEarlyExit)
         model_name = type(task.model(cfg)).__name__
@@ -163,25 +163,6 @@ def hf_target(run: RunParams) -> dict:
     tok_class = "BertTokenizer" if _wordpiece(run.tokenizer) else "AlbertTokenizer"
     return {"family": family, "head": head, "labels": labels, "problem_type": problem_type,
             "model_class": hf.hf_class(family, head), "tokenizer_class": tok_class}
-
-
-def label_names(task, head: str) -> tuple[list[str] | None, str | None]:
-    """id2label names and problem_type: the dataset's class names where it declares them, else LABEL_<i>."""
-    from albert_jax.data.builders import class_names
-
-    if head == "token":
-        return list(task.tags), None
-    if head != "sequence":
-        return None, None  # qa: HF's default of 2 outputs; multiple choice: one score per choice
-    if task.num_labels == 1:
-        return ["LABEL_0"], "regression"
-    names = getattr(task, "label_names", None)  # a task from the user's files: their label names
-    source = task.source if isinstance(task.source, str) else None
-    if names is None and source:
-        names = class_names(source, getattr(task, "label_key", "label"))
-    if not names or len(names) != task.num_labels:
-        names = [f"LABEL_{i}" for i in range(task.num_labels)]
-    return names, "single_label_classification"
 
 
 def export_hf(run: RunParams, out_dir) -> dict:

@@ -234,7 +234,7 @@ def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
     n = getattr(task, "num_labels", None)
     names = list(task.tags) if kind == "TaggingTask" else getattr(task, "label_names", None)
     if kind == "ClassificationTask" and names is None and not task.regression:
-        from albert_jax.runs.export import label_names
+        from albert_jax.tasks.registry import label_names
         names, _ = label_names(task, "sequence")
         names = None if names == [f"LABEL_{i}" for i in range(n)] else names
     why = None

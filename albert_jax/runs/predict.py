@@ -71,7 +71,7 @@ class Predictor:
         if self.kind != "classification" or self.task.regression:
             return None
         if names is None:
-            from albert_jax.runs.export import label_names
+            from albert_jax.tasks.registry import label_names
             names, _ = label_names(self.task, "sequence")  # the same names an HF export's id2label holds
         return list(names)
 

@@ -88,3 +88,22 @@ def task_of_run(task_info: dict, model_cfg):
     # A task from a user's files is rebuilt from the spec it recorded (labels included): its files need not exist.
     task = from_files.task_from_spec(task_info["spec"]) if "spec" in task_info else make_task(task_info["name"])
     return with_head(task, task_info.get("head", "default"), model_cfg.num_hidden_layers)
+
+
+def label_names(task, head: str) -> tuple[list[str] | None, str | None]:
+    """id2label names and problem_type: the dataset's class names where it declares them, else LABEL_<i>."""
+    from albert_jax.data.builders import class_names  # the dataset's ClassLabel names, when it declares them
+
+    if head == "token":
+        return list(task.tags), None
+    if head != "sequence":
+        return None, None  # qa: HF's default of 2 outputs; multiple choice: one score per choice
+    if task.num_labels == 1:
+        return ["LABEL_0"], "regression"
+    names = getattr(task, "label_names", None)  # a task from the user's files: their label names
+    source = task.source if isinstance(task.source, str) else None
+    if names is None and source:
+        names = class_names(source, getattr(task, "label_key", "label"))
+    if not names or len(names) != task.num_labels:
+        names = [f"LABEL_{i}" for i in range(task.num_labels)]
+    return names, "single_label_classification"
