@@ -230,13 +230,14 @@ def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
     h = src.hf_head
     if h is None or reset_head:
         return
+    from albert_jax.tasks.registry import label_names
+
     kind = type(task).__name__
     n = getattr(task, "num_labels", None)
-    names = list(task.tags) if kind == "TaggingTask" else getattr(task, "label_names", None)
-    if kind == "ClassificationTask" and names is None and not task.regression:
-        from albert_jax.tasks.registry import label_names
-        names, _ = label_names(task, "sequence")
-        names = None if names == [f"LABEL_{i}" for i in range(n)] else names
+    names = None
+    if kind in HF_HEAD_OF:
+        names, _ = label_names(task, "token" if kind == "TaggingTask" else "sequence")
+        names = None if names == [f"LABEL_{i}" for i in range(n)] else names  # generic: no names to compare
     why = None
     if HF_HEAD_OF.get(kind) != h["architecture"]:
         why = f"it is an {h['architecture']} head, task {task.name} needs {HF_HEAD_OF.get(kind, 'another kind')}"

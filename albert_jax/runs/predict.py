@@ -65,15 +65,12 @@ class Predictor:
 
     @property
     def labels(self) -> list[str] | None:
-        names = getattr(self.task, "label_names", None)
-        if self.kind == "tagging":
-            return list(self.task.tags)
-        if self.kind != "classification" or self.task.regression:
+        """The class names (tagging: the tags), as an HF export's id2label holds them; None for regression, spans."""
+        from albert_jax.tasks.registry import label_names
+
+        if self.kind == "span" or (self.kind == "classification" and self.task.regression):
             return None
-        if names is None:
-            from albert_jax.tasks.registry import label_names
-            names, _ = label_names(self.task, "sequence")  # the same names an HF export's id2label holds
-        return list(names)
+        return label_names(self.task, "token" if self.kind == "tagging" else "sequence")[0]
 
     # ------------------------------------------------------------------------------------------------ inputs
     def records(self, inputs: Sequence[Any]) -> list[dict]:
@@ -105,7 +102,8 @@ class Predictor:
                         x.get("context", "")).strip():
                     raise PredictError(f"input {i}: a span task reads {{'question': ..., 'context': ...}}, got "
                                        f"{x!r:.80}")
-                out.append({"id": str(x.get("id", i)), "question": str(x["question"]), "context": str(x["context"]),
+                # Named by position: the decoded answers come back keyed by id (span features span windows).
+                out.append({"id": str(i), "question": str(x["question"]), "context": str(x["context"]),
                             "answers": [], "is_impossible": False})
         return out
 
@@ -117,8 +115,6 @@ class Predictor:
         if not inputs:
             return []
         records = self.records(inputs)
-        if self.kind == "span":
-            records = [{**r, "id": f"{k}"} for k, r in enumerate(records)]
         feats = self.task.featurize(records, self.run.tokenizer, self.max_len, "predict", training=False)
         rows: dict[str, list] = {}
         for batch in eval_batches(feats, self.batch_size, None, self.task.seq_keys, self.buckets):

@@ -114,27 +114,27 @@ class FileSource:
         return rows[:limit] if limit else rows
 
 
-def read_records(spec: dict, path: Path, hidden_ok: bool = False, labeled: bool = True) -> list[dict]:
-    """One file's records for `spec`'s task; a bad row is named by file:line. `hidden_ok`: a missing or empty
-    label reads as -1 (not scored); `labeled=False` (prediction input) reads no label at all."""
+def read_records(spec: dict, path: Path, hidden_ok: bool = False) -> list[dict]:
+    """One file's records for `spec`'s task; a bad row is named by file:line. `hidden_ok` (a test file): a
+    missing or empty label reads as -1 (not scored)."""
     kind = spec["kind"]
     if kind == "tagging":
-        return _tagging_records(spec, path, labeled)
+        return _tagging_records(spec, path)
     if kind == "span":
-        return [r for _, r in U.read_squad(path, labeled=labeled)]
+        return [r for _, r in U.read_squad(path)]
     texts = (spec["text"], spec["pair"]) if kind == "pair" else (spec["text"],)
     index = {name: i for i, name in enumerate(spec.get("labels", ()))}
     out = []
-    needs_label = labeled and not hidden_ok
-    for line, row in U.read_table(path, texts + ((spec["label"],) if needs_label else ())):
+    for line, row in U.read_table(path, texts + (() if hidden_ok else (spec["label"],))):
         rec = {"id": f"{path.name}:{line}"}
         for col in texts:
             text = str(row[col]).strip()
             if not text:
                 raise UserDataError(f"{path}:{line}: empty text in column {col!r}")
             rec[col] = text
-        raw = str(row.get(spec["label"], "") if labeled and row.get(spec["label"]) is not None else "").strip()
-        if not labeled or (hidden_ok and not raw):
+        value = row.get(spec["label"])  # JSONL may hold 0, which is a label, not a missing one
+        raw = "" if value is None else str(value).strip()
+        if hidden_ok and not raw:
             rec["label"] = -1.0 if kind == "regression" else -1
         elif kind == "regression":
             try:
@@ -151,17 +151,14 @@ def read_records(spec: dict, path: Path, hidden_ok: bool = False, labeled: bool 
     return out
 
 
-def _tagging_records(spec: dict, path: Path, labeled: bool) -> list[dict]:
+def _tagging_records(spec: dict, path: Path) -> list[dict]:
     tags = set(spec["labels"])
     out = []
-    for line, words, sent_tags in U.read_conll(path, labeled=labeled):
-        if labeled:
-            for k, tag in enumerate(sent_tags):
-                if tag not in tags:
-                    raise UserDataError(f"{path}:{line + k}: unknown tag {tag!r}; the task's tags: "
-                                        f"{', '.join(spec['labels'])}")
-        else:
-            sent_tags = [spec["labels"][0]] * len(words)  # placeholders: prediction reads no tags
+    for line, words, sent_tags in U.read_conll(path):
+        for k, tag in enumerate(sent_tags):
+            if tag not in tags:
+                raise UserDataError(f"{path}:{line + k}: unknown tag {tag!r}; the task's tags: "
+                                    f"{', '.join(spec['labels'])}")
         out.append({"id": f"{path.name}:{line}", "words": " ".join(words), "tags": " ".join(sent_tags)})
     return out
 
