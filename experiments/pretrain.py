@@ -5,7 +5,9 @@ Run:
   albert-jax pretrain --config experiments/pretrain.py:scale=paper,preset=albert-base --workdir gs://...
 
 The argument after ':' is a comma list of variants: scale=smoke|cpu|paper, preset=<config preset>,
-embed=<E>, sharing=all|attention|ffn|none, task=sop|nsp|none, and any model field as model.<field>=<value>.
+embed=<E>, sharing=all|attention|ffn|none, task=sop|nsp|none, lang=en|zh, zh_masking=char|jieba|gold, and any
+model field as model.<field>=<value>. lang=zh is the official Chinese setup (docs/chinese.md): People's Daily,
+a WordPiece vocabulary trained on it with one token per CJK character, ReLU (the albert-*-zh presets).
 Scales: `smoke` (seconds: 4 steps on 400 documents per source, for tests and sweeps' smoke rows), `cpu` (a 2-core
 CPU in about 12 minutes: 3,000 steps on the whole English mix, chosen by the recipe study in docs/reproduction.md),
 `paper` (the paper's §4.1 setup). smoke and cpu share the model (4 layers, H=128, E=64).
@@ -32,23 +34,36 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.arg = arg
     c.scale = scale
 
-    c.model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
-    base = preset(c.model_preset, **(SMOKE_MODEL if c.model_preset == "smoke" else {}))
+    lang = args.pop("lang", "en")
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang={lang!r}: allowed en, zh")
+    zh = lang == "zh"
+    c.model_preset = args.pop("preset", ("albert-base-zh" if zh else "albert-base") if scale == "paper" else "smoke")
+    small = SMOKE_MODEL if c.model_preset == "smoke" else {}
+    base = preset(c.model_preset, **small, **({"hidden_act": "relu"} if zh and small else {}))
     # Every model field is a typed config field; vocab_size 0 means "the tokenizer's".
     c.model = model_section(base.replace(vocab_size=1))
     c.model.vocab_size = 0
     model_args = {SHORTHANDS.get(k, k): args.pop(k) for k in list(args) if k in SHORTHANDS or k.startswith("model.")}
 
     c.data = ml_collections.ConfigDict()
-    c.data.corpus = "albert_pretrain_en"  # or albert_pretrain_en/with_news, text_corpus/<name> (+ corpus_paths)
+    # or albert_pretrain_en/with_news, albert_pretrain_zh, text_corpus/<name> (+ corpus_paths)
+    c.data.corpus = "albert_pretrain_zh" if zh else "albert_pretrain_en"
     c.data.corpus_paths = ""  # for text_corpus/<name>: comma-separated files in the official format
     c.data.held_out_fraction = 0.01  # text_corpus: share of documents for validation (and as much for test)
     c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
+    # spm (SentencePiece, the English models) | wordpiece (a BERT-Chinese style vocab.txt, as the official Chinese
+    # models: trained on the corpus, or data.wordpiece_vocab); docs/chinese.md.
+    c.data.tokenizer_kind = "wordpiece" if zh else "spm"
+    c.data.wordpiece_vocab = ""
+    # Chinese whole words for the n-gram mask: char | jieba | gold (data/zh_segment.py)
+    c.data.zh_masking = args.pop("zh_masking", "char")
     # Or instances `albert-jax pretraining-data create` wrote: its --output-dir for training, a second one built from
     # held-out text for evaluation, and data.spm_model the --spm-model both used (docs/training.md, "By hand").
     c.data.instances = ""
     c.data.eval_instances = ""
-    c.data.vocab_size = DEFAULT_VOCAB[scale]
+    # zh: BERT-Chinese's 21,128 at the paper scale; People's Daily 1998-01 supports about 6,000 WordPiece tokens.
+    c.data.vocab_size = (21128 if scale == "paper" else 8000) if zh else DEFAULT_VOCAB[scale]
     c.data.lower = True
     c.data.task = args.pop("task", "sop")  # sop | nsp | none
     # smoke/cpu: short sequences (about one sentence per segment) make SOP learnable within minutes on a CPU.
@@ -94,7 +109,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.distributed = ml_collections.ConfigDict(dict(coordinator="", num_processes=0, process_id=-1))
     if args:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: scale, preset, embed, sharing, "
-                         "task, model.<field>")
+                         "task, lang, zh_masking, model.<field>")
     for key, raw in model_args.items():  # the same typed parser as --set
         A.set_field(c, key, raw)
     return c

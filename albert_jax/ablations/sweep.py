@@ -101,6 +101,10 @@ def fingerprint(stage: Stage) -> str:
     for section, fields in wdir.SPEED_ONLY.items():
         for field in fields:
             c.get(section, {}).pop(field, None)
+    for key in wdir.FINGERPRINT_ADDED:
+        section, field = key.split(".")[1:]
+        if c.get(section, {}).get(field, wdir.ADDED_DEFAULTS[key]) == wdir.ADDED_DEFAULTS[key]:
+            c.get(section, {}).pop(field, None)
     blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 

@@ -22,7 +22,7 @@ def _cmd_create(args) -> int:
                                 lambda m: "--" + flags.get(m.group(1), m.group(1).replace("_", "-")) + "=",
                                 str(e))) from None
     summary = create_pretraining_data(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
-                                      workers=args.workers)
+                                      workers=args.workers, zh_masking=args.zh_masking)
     print(json.dumps(summary["totals"], indent=1))
     print(f"wrote {summary['totals']['files']} file(s) in {len(summary['shards'])} shard(s) to {args.output_dir}")
     return 0
@@ -36,6 +36,7 @@ class _WithDefaults(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def add_cli(subparsers) -> None:
+    from albert_jax.data.zh_segment import ZH_MASKING
     from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS  # the owner (numpy, no jax)
 
     p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
@@ -45,7 +46,9 @@ def add_cli(subparsers) -> None:
                        formatter_class=_WithDefaults)
     c.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files in the official format: one "
                    "sentence per line, a blank line between documents; one shard each")
-    c.add_argument("--spm-model", required=True, help="a .model trained by `albert-jax tokenizer train`")
+    c.add_argument("--spm-model", "--tokenizer", dest="spm_model", required=True,
+                   help="the tokenizer: a .model trained by `albert-jax tokenizer train`, or a WordPiece vocab.txt "
+                        "(or its directory) from `tokenizer train --kind wordpiece`")
     c.add_argument("--output-dir", required=True, help="where the shards and pretraining_data.json go")
     c.add_argument("--max-seq-length", type=int, default=512, help="tokens per instance, [CLS] and [SEP]s included")
     c.add_argument("--max-predictions", type=int, default=20, help="masked positions per instance at most")
@@ -63,6 +66,9 @@ def add_cli(subparsers) -> None:
     c.add_argument("--masking", choices=MASKING, default="static",
                    help="dynamic writes unmasked records; mask them per epoch with DynamicMasking")
     c.add_argument("--nsp-buffer-docs", type=int, default=1000, help="documents kept for random-document B")
+    c.add_argument("--zh-masking", choices=ZH_MASKING, default="char",
+                   help="Chinese whole words for the n-gram mask: char (each CJK character a word), jieba (jieba's "
+                        "words) or gold (input words separated by spaces); jieba and gold need a WordPiece vocab")
     c.add_argument("--seed", type=int, default=12345, help="the same seed writes the same records")
     c.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes, one input file at a time each")
     c.set_defaults(func=_cmd_create)

@@ -1,4 +1,5 @@
-"""`albert-jax tokenizer train|encode`: train or apply an ALBERT SentencePiece model (data/tokenization.py)."""
+"""`albert-jax tokenizer train|encode`: train or apply an ALBERT SentencePiece model (data/tokenization.py), or a
+BERT-style WordPiece vocabulary as the official Chinese models use (data/wordpiece.py, docs/chinese.md)."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,19 @@ import sys
 def _cmd_train(args) -> int:
     from albert_jax.data.tokenization import train_tokenizer
 
+    if args.kind == "wordpiece":
+        from albert_jax.data.wordpiece import train_wordpiece
+        if not args.output_dir:
+            raise SystemExit("albert-jax tokenizer train: --kind wordpiece needs --output-dir (it writes vocab.txt "
+                             "and tokenizer_config.json there)")
+        tok = train_wordpiece(args.output_dir, args.input, vocab_size=args.vocab_size, lower=args.lower,
+                              min_frequency=args.min_frequency)
+        print(f"wrote {args.output_dir}/vocab.txt ({tok.vocab_size} tokens) and tokenizer_config.json")
+        return 0
+    if not args.model_prefix:
+        raise SystemExit("albert-jax tokenizer train: --model-prefix is required (SentencePiece writes PREFIX.model, "
+                         "PREFIX.vocab and PREFIX.json)")
+
     tok = train_tokenizer(args.model_prefix, files=args.input, vocab_size=args.vocab_size, lower=args.lower,
                           keep_accents=args.keep_accents, hard_vocab_limit=args.hard_vocab_limit,
                           input_sentence_size=args.input_sentence_size, verbose=args.verbose)
@@ -16,22 +30,29 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_encode(args) -> int:
-    from albert_jax.data.tokenization import Tokenizer
+    from albert_jax.data.tokenization import load_tokenizer
 
-    tok = Tokenizer.load(args.model)
+    tok = load_tokenizer(args.model)
     lines = [args.text] if args.text is not None else (line.rstrip("\n") for line in sys.stdin)
     for line in lines:
-        out = tok.encode_pieces(line) if args.pieces else tok.encode(line)
+        ids = tok.encode(line)
+        out = [tok.id_to_piece(i) for i in ids] if args.pieces else ids
         print(" ".join(map(str, out)))
     return 0
 
 
 def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("tokenizer", help="train or apply an ALBERT SentencePiece model")
+    p = subparsers.add_parser("tokenizer", help="train or apply an ALBERT SentencePiece model or a WordPiece vocab")
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
-    t = sub.add_parser("train", help="train a SentencePiece model with the official ALBERT recipe")
+    t = sub.add_parser("train", help="train a SentencePiece model with the official ALBERT recipe, or a WordPiece "
+                                     "vocabulary (--kind wordpiece) as the official Chinese models use")
     t.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
-    t.add_argument("--model-prefix", required=True, help="writes PREFIX.model, PREFIX.vocab, PREFIX.json")
+    t.add_argument("--kind", choices=("spm", "wordpiece"), default="spm",
+                   help="spm: SentencePiece (the English models); wordpiece: BERT-Chinese style, one token per CJK "
+                        "character (the Chinese models)")
+    t.add_argument("--model-prefix", help="spm: writes PREFIX.model, PREFIX.vocab, PREFIX.json")
+    t.add_argument("--output-dir", help="wordpiece: writes vocab.txt and tokenizer_config.json there")
+    t.add_argument("--min-frequency", type=int, default=2, help="wordpiece: tokens seen fewer times are left out")
     t.add_argument("--vocab-size", type=int, default=30000, help="pieces, the special and user-defined ones included "
                    "(default: 30000, the paper's)")
     t.add_argument("--lower", action=argparse.BooleanOptionalAction, default=True,
@@ -43,7 +64,7 @@ def add_cli(subparsers) -> None:
     t.add_argument("--verbose", action="store_true", help="show SentencePiece's training log")
     t.set_defaults(func=_cmd_train)
     e = sub.add_parser("encode", help="print ids (or pieces) for text given with --text or on stdin")
-    e.add_argument("--model", required=True, help="a .model file")
+    e.add_argument("--model", required=True, help="a .model file, a vocab.txt, or a directory holding either")
     e.add_argument("--text", default=None, help="the text to encode (default: read stdin)")
     e.add_argument("--pieces", action="store_true", help="print pieces instead of ids")
     e.set_defaults(func=_cmd_encode)

@@ -152,6 +152,7 @@ class Tokenizer:
         return self.sp.get_piece_size()
 
     pad_id, unk_id, cls_id, sep_id, mask_id = PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID
+    replace_low = NUM_SPECIAL_IDS  # MLM's random replacements come from [replace_low, vocab_size)
 
     def preprocess(self, text: str) -> str:
         return preprocess_text(text, lower=self.lower, keep_accents=self.keep_accents,
@@ -216,9 +217,12 @@ class Tokenizer:
 
 
 def load_tokenizer(path: str | os.PathLike):
-    """A SentencePiece `.model` file, or a directory holding `spiece.model` (a run's workdir, an HF ALBERT
-    directory) or a WordPiece `vocab.txt` (an HF BERT directory)."""
+    """A SentencePiece `.model` file, a WordPiece `vocab.txt`, or a directory holding `spiece.model` (a run's
+    workdir, an HF ALBERT directory) or `vocab.txt` (an HF BERT directory, a WordPiece run's workdir)."""
     path = Path(path)
+    if path.is_file() and path.suffix == ".txt":
+        from albert_jax.data.wordpiece import WordPieceTokenizer
+        return WordPieceTokenizer.load(path)
     if path.is_file():
         return Tokenizer.load(path)
     if (path / "spiece.model").is_file():

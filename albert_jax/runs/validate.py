@@ -28,6 +28,7 @@ from typing import Any, Callable
 from albert_jax.config import AlbertConfig, ConfigError
 from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.tasks.early_exit import HEADS
+from albert_jax.data.zh_segment import ZH_MASKING
 from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS
 from albert_jax.training import rundir
 from albert_jax.training.optim import OPTIMIZERS
@@ -111,6 +112,8 @@ PRETRAIN = {
     },
     # optional: configs written before packing existed read the defaults (off)
     "data?": {"instances": _STR, "eval_instances": _STR,
+              "tokenizer_kind": _choice("spm", "wordpiece"), "wordpiece_vocab": _STR,
+              "zh_masking": _choice(*ZH_MASKING),
               "packing": _BOOL,
               "packing_max_examples": _int(2, note=" (examples packed into one row at most)"),
               "packing_max_predictions": _int(0, note=" (masked predictions per packed row; 0: "
@@ -370,6 +373,38 @@ def _check_packing(c: _Checker, d) -> None:
                           "or set 0 (data.max_predictions_per_seq)")
 
 
+def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
+    """data.tokenizer_kind, data.wordpiece_vocab and data.zh_masking (docs/chinese.md); the vocabulary size."""
+    kind, vocab, zh = d.get("tokenizer_kind", "spm"), d.get("wordpiece_vocab", ""), d.get("zh_masking", "char")
+    if vocab and kind != "wordpiece":
+        raise ConfigError(f"data.wordpiece_vocab={vocab!r} needs data.tokenizer_kind=wordpiece (it is {kind!r})")
+    if kind == "wordpiece":
+        if d.spm_model and not d.get("instances"):
+            c.warn(f"data.spm_model={d.spm_model!r} has no effect: data.tokenizer_kind=wordpiece (set "
+                   "data.wordpiece_vocab to use a given vocab.txt)")
+        if vocab:
+            from albert_jax.data.wordpiece import WordPieceTokenizer
+            if not os.path.isfile(vocab):
+                raise ConfigError(f"data.wordpiece_vocab={vocab!r} does not exist (a vocab.txt, one token per line)")
+            try:
+                tokenizer_vocab = WordPieceTokenizer(vocab, lower=d.lower).vocab_size
+            except (ValueError, OSError) as e:
+                raise ConfigError(f"data.wordpiece_vocab={vocab!r}: {e}") from None
+    if zh != "char":
+        if kind != "wordpiece" and not d.get("instances"):
+            raise ConfigError(f"data.zh_masking={zh!r} needs data.tokenizer_kind=wordpiece: SentencePiece's Chinese "
+                              "pieces span several characters, so a word boundary can fall inside one; use "
+                              "data.zh_masking=char with SentencePiece")
+        if d.get("instances"):
+            c.warn(f"data.zh_masking={zh!r} has no effect with data.instances: the records fix their masking (build "
+                   "them with `pretraining-data create --zh-masking`)")
+        if zh == "gold" and d.corpus != "albert_pretrain_zh":
+            raise ConfigError(f"data.zh_masking=gold needs a corpus segmented by hand: albert_pretrain_zh (People's "
+                              f"Daily); data.corpus={d.corpus!r} has no segmentation (use jieba, or build instances "
+                              "from space-segmented text with `pretraining-data create --zh-masking gold`)")
+    return tokenizer_vocab
+
+
 def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     config = c.config
     c.section("train", PRETRAIN["train"], PRETRAIN["train?"])
@@ -419,7 +454,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
         if not os.path.isfile(d.spm_model):
             raise ConfigError(f"data.spm_model={d.spm_model!r} does not exist")
         try:
-            tok = tokenization.Tokenizer.load(d.spm_model)
+            tok = tokenization.load_tokenizer(d.spm_model)  # a vocab.txt too, for data.instances made with one
         except (ValueError, RuntimeError, OSError) as e:
             raise ConfigError(f"data.spm_model={d.spm_model!r}: {e}") from None
         tokenizer_vocab = tok.vocab_size
@@ -432,6 +467,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
             c.warn(f"data.lower={d.lower} has no effect: data.spm_model={d.spm_model!r} was trained with "
                    f"lower={tok.lower}, which applies")
 
+    tokenizer_vocab = _check_chinese(c, d, tokenizer_vocab)
     model = check_model_section(config.model, tokenizer_vocab)
     if config.model.vocab_size and config.model.vocab_size != tokenizer_vocab:
         source = (f"data.spm_model={d.spm_model!r} has {tokenizer_vocab} pieces" if d.spm_model

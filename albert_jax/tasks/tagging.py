@@ -31,7 +31,7 @@ def bare_boundary_id(tokenizer) -> int | None:
     if to_id is None or to_piece is None:
         return None
     i = to_id("\u2581")
-    return i if to_piece(i) == "\u2581" else None
+    return i if i is not None and to_piece(i) == "\u2581" else None
 
 
 class TaggingTask(DownstreamTask):

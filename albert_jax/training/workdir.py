@@ -49,7 +49,14 @@ _NOT_COMPARED = ("changes",)
 # record without them reads as these (data.packing: tasks/pretraining/packing.DEFAULTS, which a test holds
 # equal; training does not import tasks).
 ADDED_DEFAULTS = {"experiment.data.packing": False, "experiment.data.packing_max_examples": 3,
-                  "experiment.data.packing_max_predictions": 0}
+                  "experiment.data.packing_max_predictions": 0,
+                  "experiment.data.instances": "", "experiment.data.eval_instances": "",
+                  "experiment.data.tokenizer_kind": "spm", "experiment.data.wordpiece_vocab": "",
+                  "experiment.data.zh_masking": "char"}
+# Of those, the ones added after sweeps began recording stage fingerprints: at these values a sweep's fingerprint
+# leaves them out (ablations/sweep.py), so a stage trained before they existed is still found and linked.
+FINGERPRINT_ADDED = ("experiment.data.instances", "experiment.data.eval_instances", "experiment.data.tokenizer_kind",
+                     "experiment.data.wordpiece_vocab", "experiment.data.zh_masking")
 
 
 class WorkdirError(ValueError):

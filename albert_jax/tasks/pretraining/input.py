@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,9 @@ def _preparing(root: Path):
     return cache_lock.prepare_lock(root / ".prepare.lock", f"the pretraining data in {root}", log.warning)
 
 
-def _write_official_format(source, path: Path, corpus: str = "") -> int:
-    """Documents as the official input format: one sentence per line, a blank line between documents.
+def _write_official_format(source, path: Path, corpus: str = "", field: str = "text") -> int:
+    """Documents as the official input format: one sentence per line, a blank line between documents. `field`
+    "segmented" writes a segmented corpus's words separated by spaces instead (zh_masking=gold).
 
     NUL bytes (a catalog corpus's binary debris; a user's text_corpus refuses them with file:line when it is
     read) are removed and counted, never written into the training text."""
@@ -42,7 +44,7 @@ def _write_official_format(source, path: Path, corpus: str = "") -> int:
     n, nul_docs, nuls = 0, 0, 0
     with open(tmp, "w", encoding="utf-8") as f:
         for i in range(len(source)):
-            text = source[i]["text"]
+            text = source[i][field]
             text = text.decode("utf-8") if isinstance(text, bytes) else text
             if "\x00" in text:
                 nul_docs, nuls = nul_docs + 1, nuls + text.count("\x00")
@@ -61,10 +63,11 @@ def _digest(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _instances(text: Path, tokenizer, out_dir: Path, cfg: ptd.PretrainingConfig, seed: int) -> list[str]:
+def _instances(text: Path, tokenizer, out_dir: Path, cfg: ptd.PretrainingConfig, seed: int,
+               zh_masking: str = "char") -> list[str]:
     with _preparing(out_dir.parent):
         if not (out_dir / "pretraining_data.json").exists():
-            ptd.create_pretraining_data([text], tokenizer, out_dir, cfg, seed=seed, workers=1)
+            ptd.create_pretraining_data([text], tokenizer, out_dir, cfg, seed=seed, workers=1, zh_masking=zh_masking)
     return ptd.shard_paths(out_dir)
 
 
@@ -74,7 +77,7 @@ def _select(record: dict) -> dict:
 
 @dataclasses.dataclass
 class PretrainData:
-    tokenizer: tokenization.Tokenizer
+    tokenizer: tokenization.Tokenizer  # or data.wordpiece.WordPieceTokenizer (data.tokenizer_kind)
     train_shards: list[str]
     eval_shards: dict[str, list[str]]
     masking: str
@@ -104,7 +107,7 @@ class PretrainData:
     def _transform(self):
         if self.masking == "static":
             return lambda data: _select(ptd.decode_record(data))
-        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options)
+        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options, specials=ptd.SpecialIds.of(self.tokenizer))
         return lambda data, rng: _select(masker(ptd.decode_record(data), rng))  # fresh masks every epoch
 
     def packed_source(self, source):
@@ -129,7 +132,7 @@ class PretrainData:
         args = (p["max_seq_length"], p["max_predictions"], p["max_examples"])
         if self.masking == "static":
             return lambda items: packing.pack_records([ptd.decode_record(d) for d in items], *args)
-        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options)
+        masker = ptd.DynamicMasking(self.vocab_size, **self.masking_options, specials=ptd.SpecialIds.of(self.tokenizer))
         # One rng per row and epoch (grain's), drawn from in record order: reproducible, fresh every epoch.
         return lambda items, rng: packing.pack_records([masker(ptd.decode_record(d), rng) for d in items], *args)
 
@@ -215,8 +218,9 @@ def _corpus_source(d) -> tuple[Path, str, dict]:
     return root, tfds_name, source_kwargs
 
 
-def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
-    """The corpus splits of data section `d` as official-format text files (cached; built when missing).
+def corpus_texts(d, splits=("train", "validation"), field: str = "text") -> dict[str, Path]:
+    """The corpus splits of data section `d` as official-format text files (cached; built when missing); `field`
+    "segmented" gives a segmented corpus's words, space-separated (`{split}.words.txt`, for zh_masking=gold).
 
     The validation split is the run's held-out text: pretraining evaluates on it, and the layer analysis
     (ablations/analysis.py) reads it."""
@@ -224,7 +228,7 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
     with _preparing(root):
         texts = {}
         for split in splits:
-            path = root / f"{split}.txt"
+            path = root / (f"{split}.txt" if field == "text" else f"{split}.words.txt")
             if not path.exists():
                 try:
                     source = builders.load_source(tfds_name, split, cache_dir=fetch.default_cache_dir(),
@@ -240,23 +244,48 @@ def corpus_texts(d, splits=("train", "validation")) -> dict[str, Path]:
                     raise ValueError(f"data.corpus={d.corpus!r} has no documents in its {split!r} split "
                                      f"(data.held_out_fraction={d.held_out_fraction!r} of the documents, chosen by a "
                                      f"hash of their id, go to validation and as many to test); {fix}") from None
-                if _write_official_format(source, path, d.corpus) == 0:
+                if len(source) and field not in source[0]:
+                    raise ValueError(f"data.corpus={d.corpus!r} holds no word segmentation (no {field!r} field): "
+                                     "data.zh_masking=gold needs albert_pretrain_zh, whose People's Daily text is "
+                                     "segmented by hand; use data.zh_masking=jieba or char")
+                if _write_official_format(source, path, d.corpus, field) == 0:
                     raise ValueError(f"data.corpus={d.corpus!r}: its {split!r} split holds no text")
             texts[split] = path
         return texts
 
 
+def tokenizer_kind(d) -> str:
+    return d.get("tokenizer_kind", "spm")
+
+
 def tokenizer_model_path(d) -> Path:
-    """The SentencePiece model file the data section `d` tokenizes with (data.spm_model, or the one
-    `corpus_tokenizer` trains and caches for the corpus); it need not exist yet."""
+    """The tokenizer file the data section `d` tokenizes with: data.spm_model (SentencePiece) or
+    data.wordpiece_vocab (WordPiece, data.tokenizer_kind), or the one `corpus_tokenizer` trains and caches for the
+    corpus; it need not exist yet."""
+    case = "lower" if d.lower else "cased"
+    if tokenizer_kind(d) == "wordpiece":
+        return Path(d.get("wordpiece_vocab") or _corpus_source(d)[0] / f"wordpiece-{d.vocab_size}-{case}" / "vocab.txt")
     if d.spm_model:
         return Path(d.spm_model)
-    return _corpus_source(d)[0] / f"spm-{d.vocab_size}-{'lower' if d.lower else 'cased'}.model"
+    return _corpus_source(d)[0] / f"spm-{d.vocab_size}-{case}.model"
 
 
-def corpus_tokenizer(d, texts: dict | None = None) -> tokenization.Tokenizer:
-    """data.spm_model, or the SentencePiece model trained on the corpus's train text (cached by corpus, vocab
-    size and case; benchmarks use it too)."""
+def corpus_tokenizer(d, texts: dict | None = None):
+    """data.spm_model / data.wordpiece_vocab, or the tokenizer trained on the corpus's train text (cached by
+    corpus, kind, vocab size and case; benchmarks use it too): SentencePiece, or a BERT-Chinese style WordPiece
+    vocabulary with data.tokenizer_kind=wordpiece (docs/chinese.md)."""
+    if tokenizer_kind(d) == "wordpiece":
+        from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
+        path = tokenizer_model_path(d)
+        if d.get("wordpiece_vocab"):
+            return WordPieceTokenizer(path, lower=d.lower)
+        with _preparing(_corpus_source(d)[0]):
+            if not path.exists():  # trained in a temporary directory, renamed when complete
+                tmp = path.parent.with_name(path.parent.name + ".tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                train_wordpiece(tmp, [(texts or corpus_texts(d))["train"]], vocab_size=d.vocab_size, lower=d.lower)
+                os.replace(tmp, path.parent)
+        return WordPieceTokenizer(path, lower=d.lower)
     if d.spm_model:
         return tokenization.Tokenizer.load(d.spm_model)
     root = _corpus_source(d)[0]
@@ -306,7 +335,7 @@ def from_instances(d) -> PretrainData:
     if not d.get("eval_instances") or not d.spm_model:
         raise ValueError("data.instances needs data.eval_instances (a second `pretraining-data create` over held-out "
                          "text, --task sop or nsp) and data.spm_model (the --spm-model both were made with)")
-    tokenizer = tokenization.Tokenizer.load(d.spm_model)
+    tokenizer = tokenization.load_tokenizer(d.spm_model)
     train_meta, train = _read_instances(d.instances, "instances")
     eval_meta, evals = _read_instances(d.eval_instances, "eval_instances")
     expect = {"max_seq_length": d.max_seq_length, "max_predictions_per_seq": d.max_predictions_per_seq,
@@ -353,16 +382,20 @@ def prepare(config) -> PretrainData:
     base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
                 masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram)
     train_cfg = ptd.PretrainingConfig(**base, dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
-    tok_id = hashlib.sha256(tokenizer.model_proto).hexdigest()[:12]  # the instances depend on the exact model
-    key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id])
-    train = _instances(texts["train"], tokenizer, root / f"train-{key}", train_cfg, d.seed)
+    tok_id = tokenizer.fingerprint[:12]  # the instances depend on the exact model
+    zh_masking = d.get("zh_masking", "char")
+    key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id] + ([zh_masking] if zh_masking != "char" else []))
+    train_text = corpus_texts(d, ("train",), field="segmented")["train"] if zh_masking == "gold" else texts["train"]
+    train = _instances(train_text, tokenizer, root / f"train-{key}", train_cfg, d.seed, zh_masking)
+    # The held-out sets are masked per character (the tokenizer's words) whatever the training masking: one
+    # yardstick for every zh_masking row of a comparison.
     evals, heldout = {}, heldout_text(d, texts)
     for task in ("sop", "nsp"):
         cfg = ptd.PretrainingConfig(**base, dupe_factor=1, task=task, masking="static")
         evals[task] = _instances(heldout, tokenizer, root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
                                  cfg, d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
-               "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
+               "tokenizer": tokenizer_kind(d), "zh_masking": zh_masking, "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
     masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
                            ngram=d.ngram)
     from albert_jax.tasks.pretraining.packing import DEFAULTS

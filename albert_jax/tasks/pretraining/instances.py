@@ -41,10 +41,26 @@ import numpy as np
 # The record format lives in its own module; re-exported here because callers think in "pretraining data".
 from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
                                             read_records, shard_paths)
-from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines
+from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines, load_tokenizer
+from albert_jax.data.zh_segment import ZH_MASKING, Segmenter
 
 SENTENCE_TASKS = ("sop", "nsp", "none")  # the inter-sentence losses (Table 5); "none" is MLM alone
 MASKING = ("static", "dynamic")  # masks written into the records, or drawn per epoch (DynamicMasking)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+    """The ids records are built from: [CLS], [SEP], [MASK], and the first id MLM's random replacements may draw
+    (they come from [replace_low, vocab_size)). The default is our SentencePiece layout; a WordPiece vocabulary
+    has its own (BERT-Chinese: 101, 102, 103 and 104)."""
+    cls: int = CLS_ID
+    sep: int = SEP_ID
+    mask: int = MASK_ID
+    replace_low: int = NUM_SPECIAL_IDS
+
+    @classmethod
+    def of(cls, tokenizer) -> "SpecialIds":
+        return cls(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.replace_low)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,11 +115,12 @@ def _ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
     return np.cumsum(p / p.sum())
 
 
-def _select_ngrams(ids, token_boundary, num_to_predict, rng, ngram=3, favor_shorter_ngram=True, trace=None):
+def _select_ngrams(ids, token_boundary, num_to_predict, rng, ngram=3, favor_shorter_ngram=True, trace=None,
+                   specials: SpecialIds = SpecialIds()):
     """Whole-word n-gram spans (start, end) to mask, the official way: words in random order, n ~ p(n), shorter n
     when over budget, skip overlaps. `trace` (a list) gets (words in the drawn n-gram, eligible) per draw, where
     eligible means no budget fallback or segment end could have shortened it (decided before the draw)."""
-    special = (ids == CLS_ID) | (ids == SEP_ID)
+    special = (ids == specials.cls) | (ids == specials.sep)
     prev_special = np.concatenate(([True], special[:-1]))
     starts = np.flatnonzero(((token_boundary == 1) | prev_special) & ~special)
     if len(starts) == 0:
@@ -139,7 +156,7 @@ def _select_ngrams(ids, token_boundary, num_to_predict, rng, ngram=3, favor_shor
 
 def mask_record(record: dict, rng: np.random.Generator, *, vocab_size: int, max_predictions_per_seq: int = 20,
                 masked_lm_prob: float = 0.15, ngram: int = 3, favor_shorter_ngram: bool = True,
-                trace: list | None = None) -> dict:
+                trace: list | None = None, specials: SpecialIds = SpecialIds()) -> dict:
     """Mask an unmasked record (its `input_ids` hold the original ids): returns a new record with masked
     `input_ids` and the `masked_lm_*` features. [CLS], [SEP] and padding are never candidates."""
     ids_all = np.asarray(record["input_ids"])
@@ -147,7 +164,7 @@ def mask_record(record: dict, rng: np.random.Generator, *, vocab_size: int, max_
     ids = ids_all[:n]
     num_to_predict = min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))  # official: len incl. specials
     spans = _select_ngrams(ids, np.asarray(record["token_boundary"])[:n], num_to_predict, rng, ngram,
-                           favor_shorter_ngram, trace)
+                           favor_shorter_ngram, trace, specials)
     out = dict(record)
     positions = np.array(sorted(i for s, e in spans for i in range(s, e)), dtype=np.int32)
     k = len(positions)
@@ -155,9 +172,9 @@ def mask_record(record: dict, rng: np.random.Generator, *, vocab_size: int, max_
         raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} < {k} masked positions")
     new_ids = ids_all.astype(np.int32, copy=True)
     u = rng.random(k)
-    new_ids[positions[u < 0.8]] = MASK_ID
+    new_ids[positions[u < 0.8]] = specials.mask
     rand = positions[u >= 0.9]  # 0.8 <= u < 0.9 keeps the original token
-    new_ids[rand] = rng.integers(NUM_SPECIAL_IDS, vocab_size, size=len(rand))
+    new_ids[rand] = rng.integers(specials.replace_low, vocab_size, size=len(rand))
     out["input_ids"] = new_ids
     for name, dtype, values in (("masked_lm_positions", np.int32, positions), ("masked_lm_ids", np.int32,
                                 ids[positions]), ("masked_lm_weights", np.float32, np.ones(k))):
@@ -172,9 +189,10 @@ class DynamicMasking:
     every time a record is read (apply it after `repeat()` so each epoch's index, hence rng, differs)."""
 
     def __init__(self, vocab_size: int, max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
-                 ngram: int = 3, favor_shorter_ngram: bool = True):
+                 ngram: int = 3, favor_shorter_ngram: bool = True, specials: SpecialIds = SpecialIds()):
         self.kwargs = dict(vocab_size=vocab_size, max_predictions_per_seq=max_predictions_per_seq,
-                           masked_lm_prob=masked_lm_prob, ngram=ngram, favor_shorter_ngram=favor_shorter_ngram)
+                           masked_lm_prob=masked_lm_prob, ngram=ngram, favor_shorter_ngram=favor_shorter_ngram,
+                           specials=specials)
 
     def __call__(self, record: dict, rng: np.random.Generator) -> dict:
         return mask_record(record, rng, **self.kwargs)
@@ -234,16 +252,18 @@ class DocumentReservoir:
             k -= 1
 
 
-def _record(a, b, label, cfg: PretrainingConfig, word_start: np.ndarray) -> dict:
+def _record(a, b, label, cfg: PretrainingConfig, word_start: np.ndarray, vocab_size: int,
+            specials: SpecialIds) -> dict:
     L, P, la, lb = cfg.max_seq_length, cfg.max_predictions_per_seq, len(a), len(b)
     n = la + lb + 3
     ids = np.zeros(L, np.int32)
-    ids[0], ids[la + 1], ids[n - 1] = CLS_ID, SEP_ID, SEP_ID
+    ids[0], ids[la + 1], ids[n - 1] = specials.cls, specials.sep, specials.sep
     ids[1:la + 1], ids[la + 2:n - 1] = a, b
     mask, seg, boundary = np.zeros(L, np.int32), np.zeros(L, np.int32), np.zeros(L, np.int32)
     mask[:n], seg[la + 2:n] = 1, 1
     boundary[:n] = word_start[ids[:n]]
     boundary[[0, la + 1, n - 1]] = 1  # the official code marks [CLS]/[SEP] as boundaries
+    ids[:n] = np.where(ids[:n] >= vocab_size, ids[:n] - vocab_size, ids[:n])  # a word's later characters (below)
     return dict(input_ids=ids, input_mask=mask, segment_ids=seg, token_boundary=boundary,
                 masked_lm_positions=np.zeros(P, np.int32), masked_lm_ids=np.zeros(P, np.int32),
                 masked_lm_weights=np.zeros(P, np.float32), next_sentence_labels=np.array(label, np.int32))
@@ -251,9 +271,15 @@ def _record(a, b, label, cfg: PretrainingConfig, word_start: np.ndarray) -> dict
 
 def instances_from_document(document: list[np.ndarray], rng: np.random.Generator, cfg: PretrainingConfig,
                             word_start: np.ndarray, *, doc_id: int = 0, others: DocumentReservoir | None = None,
-                            stats: Counter | None = None) -> list[dict]:
-    """One pass over one document (a list of id arrays, one per sentence): unmasked records."""
+                            stats: Counter | None = None, vocab_size: int | None = None,
+                            specials: SpecialIds = SpecialIds()) -> list[dict]:
+    """One pass over one document (a list of id arrays, one per sentence): unmasked records.
+
+    With `vocab_size` V given, an id i + V in a sentence is token i marked as a word's later character (segmented
+    Chinese, data/zh_segment.py): `word_start` then has 2V entries, the last V of them False, and the records hold
+    i itself."""
     stats = Counter() if stats is None else stats
+    vocab_size = len(word_start) if vocab_size is None else vocab_size
     max_num_tokens = cfg.max_seq_length - 3
     target = max_num_tokens
     if rng.random() < cfg.short_seq_prob:
@@ -296,18 +322,21 @@ def instances_from_document(document: list[np.ndarray], rng: np.random.Generator
             if cfg.task == "sop" and label == 0 and rng.random() < 0.5:
                 a, b, label = b, a, 1
             a, b = truncate_seq_pair(a, b, max_num_tokens, rng)
-            out.append(_record(a, b, label, cfg, word_start))
+            out.append(_record(a, b, label, cfg, word_start, vocab_size, specials))
             chunk, length = [], 0
         i += 1
     return out
 
 
 def create_instances(documents: Iterable[list[np.ndarray]], cfg: PretrainingConfig, word_start: np.ndarray,
-                     rng: np.random.Generator, stats: Counter | None = None) -> Iterator[dict]:
+                     rng: np.random.Generator, stats: Counter | None = None, *,
+                     specials: SpecialIds = SpecialIds()) -> Iterator[dict]:
     """Stream records for `documents` (each a list of id arrays), dupe_factor passes per document, masked when
-    cfg.masking == "static". Holds at most 2*nsp_buffer_docs documents when negatives need other documents."""
+    cfg.masking == "static". Holds at most 2*nsp_buffer_docs documents when negatives need other documents.
+    A sentence id i + len(word_start) is token i as a word's later character (`read_documents` with a segmenter)."""
     stats = Counter() if stats is None else stats
     vocab_size = len(word_start)
+    word_start = np.concatenate([word_start, np.zeros_like(word_start)])
     reservoir = DocumentReservoir(cfg.nsp_buffer_docs) if cfg.needs_other_documents else None
     docs = iter(documents)
     pending: deque = deque()
@@ -331,20 +360,23 @@ def create_instances(documents: Iterable[list[np.ndarray]], cfg: PretrainingConf
         doc_id, doc = pending.popleft()
         for _ in range(cfg.dupe_factor):
             for rec in instances_from_document(doc, rng, cfg, word_start, doc_id=doc_id, others=reservoir,
-                                               stats=stats):
+                                               stats=stats, vocab_size=vocab_size, specials=specials):
                 if cfg.masking == "static":
                     rec = mask_record(rec, rng, vocab_size=vocab_size,
                                       max_predictions_per_seq=cfg.max_predictions_per_seq,
                                       masked_lm_prob=cfg.masked_lm_prob, ngram=cfg.ngram,
-                                      favor_shorter_ngram=cfg.favor_shorter_ngram)
+                                      favor_shorter_ngram=cfg.favor_shorter_ngram, specials=specials)
                 stats["instances"] += 1
                 yield rec
         admit()
 
 
-def read_documents(path: str | os.PathLike, tokenizer: Tokenizer, stats: Counter | None = None
-                   ) -> Iterator[list[np.ndarray]]:
-    """Documents of a file in the official format: one sentence per line, blank lines between documents."""
+def read_documents(path: str | os.PathLike, tokenizer: Tokenizer, stats: Counter | None = None,
+                   segmenter=None) -> Iterator[list[np.ndarray]]:
+    """Documents of a file in the official format: one sentence per line, blank lines between documents.
+
+    With a `segmenter` (data/zh_segment.py) a token that the tokenizer starts a word with but that does not start a
+    segmented word is marked as the word's later character: its id i becomes i + vocab_size (create_instances)."""
     stats = Counter() if stats is None else stats
     skipped: list[int] = []
     doc: list[np.ndarray] = []
@@ -358,15 +390,27 @@ def read_documents(path: str | os.PathLike, tokenizer: Tokenizer, stats: Counter
             stats["one_sentence_documents"] += len(doc) == 1
             yield doc
             doc = []
-        ids = tokenizer.encode(line) if line.strip() else []
-        if ids:
-            doc.append(np.asarray(ids, np.int32))
+        if not line.strip():
+            continue
+        if segmenter is None:
+            ids = np.asarray(tokenizer.encode(line), np.int32)
+        else:
+            text, starts = segmenter(line)
+            ids, offsets = tokenizer.encode_with_offsets(text)
+            ids = np.asarray(ids, np.int32)
+            later = tokenizer.word_start[ids] & ~np.isin(np.asarray(offsets), starts)
+            ids = np.where(later, ids + tokenizer.vocab_size, ids).astype(np.int32)
+            stats["word_later_tokens"] += int(later.sum())
+        if len(ids):
+            doc.append(ids)
             stats["sentences"] += 1
             stats["tokens"] += len(ids)
     if doc:
         stats["documents"] += 1
         stats["one_sentence_documents"] += len(doc) == 1
         yield doc
+    if segmenter is not None:
+        segmenter.check(path)
     if skipped:
         stats["long_lines_skipped"] += len(skipped)
         print(f"pretraining-data: {path}: skipped {len(skipped)} line(s) over 100000 characters (first: line "
@@ -382,7 +426,7 @@ def _shard_seed(seed: int, shard_index: int) -> np.random.Generator:
 
 
 def _create_shard(task) -> dict:
-    shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file = task
+    shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file, zh_masking = task
     from array_record.python.array_record_module import ArrayRecordWriter
     stem = f"part-{shard_index:05d}-of-{num_shards:05d}"
     # The writer keeps ~140 bytes of index per record until close, so a shard rolls over to a new file every
@@ -391,9 +435,10 @@ def _create_shard(task) -> dict:
     stats = Counter(documents=0, instances=0)
     writer, in_file = None, 0
     try:
-        docs = read_documents(path, tokenizer, stats)
+        docs = read_documents(path, tokenizer, stats, None if zh_masking == "char" else Segmenter(zh_masking))
         for rec in itertools.chain([None], create_instances(docs, cfg, tokenizer.word_start,
-                                                              _shard_seed(seed, shard_index), stats)):
+                                                              _shard_seed(seed, shard_index), stats,
+                                                              specials=SpecialIds.of(tokenizer))):
             if writer is None or in_file == per_file:
                 if writer is not None:
                     writer.close()
@@ -417,20 +462,30 @@ def _create_shard(task) -> dict:
 
 def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tokenizer | str | os.PathLike,
                             output_dir: str | os.PathLike, cfg: PretrainingConfig = PretrainingConfig(), *,
-                            seed: int = 12345, workers: int = 1, records_per_file: int = 100_000) -> dict:
+                            seed: int = 12345, workers: int = 1, records_per_file: int = 100_000,
+                            zh_masking: str = "char") -> dict:
     """Write one shard per input file (processed in parallel by `workers` processes), each as ArrayRecord files
     part-SSSSS-of-NNNNN-FFFF.array_record of at most `records_per_file` records, and `pretraining_data.json`
-    (config, counts); returns that summary. Split big inputs into ~100 MB files for parallelism."""
+    (config, counts); returns that summary. Split big inputs into ~100 MB files for parallelism.
+
+    `zh_masking` (data/zh_segment.py): char (the tokenizer's words), jieba, or gold (input files whose words are
+    separated by spaces); the last two need a tokenizer with offsets (WordPiece)."""
     input_files = [str(f) for f in input_files]
     if not input_files:
         raise ValueError("no input files given")
     for f in input_files:
         if not os.path.isfile(f):
             raise FileNotFoundError(f"pretraining-data input {f} does not exist")
-    if not isinstance(tokenizer, Tokenizer):
-        tokenizer = Tokenizer.load(tokenizer)
+    if isinstance(tokenizer, (str, os.PathLike)):
+        tokenizer = load_tokenizer(tokenizer)
+    if zh_masking not in ZH_MASKING:
+        raise ValueError(f"zh_masking={zh_masking!r}; allowed: {', '.join(ZH_MASKING)}")
+    if zh_masking != "char" and not hasattr(tokenizer, "encode_with_offsets"):
+        raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: `albert-jax tokenizer train "
+                         f"--kind wordpiece`); {tokenizer.name} is SentencePiece, whose Chinese pieces span several "
+                         "characters: use zh_masking=char with it")
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file)
+    tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file, zh_masking)
              for i, f in enumerate(input_files)]
     if workers <= 1 or len(tasks) == 1:
         shards = [_create_shard(t) for t in tasks]
@@ -443,7 +498,7 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
         totals["files"] += len(s["files"])
     if totals["instances"] == 0:
         raise ValueError(f"no pretraining instances from {', '.join(input_files)}: the files hold no text")
-    summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size,
+    summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format=f"albert_jax pretraining record v{_VERSION}",
                    totals=dict(totals), shards=shards)
     tmp = Path(output_dir) / ".pretraining_data.json.tmp"
