@@ -95,3 +95,23 @@ def test_a_ratio_score_is_pooled_over_the_drawn_examples():
     assert d.value == pytest.approx(0.2)
     # each example gains exactly one token: a draw of two examples gains 2 over 8 to 12 tokens, 0.17 to 0.25
     assert 2 / 12 - 1e-9 <= d.low and d.high <= 2 / 8 + 1e-9 and d.resolved
+
+
+def test_unpaired_difference_draws_each_rows_own_examples():
+    """Rows scored on different held-out examples (another tokenizer makes other pairs): 80/100 against 60/120.
+    The difference is 0.3; its interval is the two-sample one, 0.3 +- 1.96 * sqrt(.8*.2/100 + .5*.5/120) = +-0.117."""
+    a = [np.r_[np.ones(80), np.zeros(20)]]
+    b = [np.r_[np.ones(60), np.zeros(60)]]
+    with pytest.raises(ValueError, match="same examples"):
+        stats.difference(a, b)  # pairing them by index would be meaningless
+    d = stats.difference(a, b, paired=False)
+    assert d.value == pytest.approx(0.3) and d.resolved and d.over == "seeds and examples"
+    assert d.low == pytest.approx(0.3 - 0.117, abs=0.02) and d.high == pytest.approx(0.3 + 0.117, abs=0.02)
+
+
+def test_one_seed_per_row_without_examples_resolves_nothing():
+    """Seed scores alone, one seed a row: the 'interval' is the point 0.3, which excludes 0 and says nothing."""
+    d = stats.difference([0.8], [0.5])
+    assert d.low == d.high == pytest.approx(0.3)
+    assert not d.resolved
+    assert stats.difference([0.8, 0.81], [0.5, 0.52]).resolved  # two seeds a row: an interval, and it excludes 0

@@ -37,7 +37,10 @@ class Estimate:
 
     @property
     def resolved(self) -> bool:
-        """For a difference: its interval excludes 0."""
+        """For a difference: its interval excludes 0. An interval over one seed per row and no examples is a
+        point, not an interval: it resolves nothing."""
+        if self.over == "seeds" and self.seeds < 2:
+            return False
         return self.low > 0 or self.high < 0
 
     def text(self, scale: float = 100.0, digits: int = 1) -> str:
@@ -109,14 +112,21 @@ def estimate(per_seed: Sequence, *, draws: int = DRAWS, level: float = LEVEL, se
 
 
 def difference(row: Sequence, reference: Sequence, *, draws: int = DRAWS, level: float = LEVEL,
-               seed: int = 0) -> Estimate:
+               seed: int = 0, paired: bool = True) -> Estimate:
     """row minus reference (medians over seeds), paired by example when both are scored per example on the same
-    examples; its `resolved` says whether the interval excludes 0."""
+    examples; its `resolved` says whether the interval excludes 0. `paired=False`: the rows were scored on
+    different examples (another tokenizer makes other held-out pairs), so each row's examples are drawn on their
+    own: a wider interval, and a valid one."""
     a_num, a_den, a_ex = _as_matrices(row)
     b_num, b_den, b_ex = _as_matrices(reference)
     rng = np.random.default_rng(seed)
     value = float(np.median(_scores(a_num, a_den)) - np.median(_scores(b_num, b_den)))
-    if a_ex and b_ex:
+    if a_ex and b_ex and not paired:
+        ex_a = rng.integers(0, a_num.shape[1], size=(draws, a_num.shape[1]))
+        ex_b = rng.integers(0, b_num.shape[1], size=(draws, b_num.shape[1]))
+        samples = _resampled_medians(a_num, a_den, ex_a, rng) - _resampled_medians(b_num, b_den, ex_b, rng)
+        over, n_ex = "seeds and examples", min(a_num.shape[1], b_num.shape[1])
+    elif a_ex and b_ex:
         if a_num.shape[1] != b_num.shape[1]:
             raise ValueError(f"a paired difference needs the same examples: {a_num.shape[1]} vs {b_num.shape[1]}")
         ex = rng.integers(0, a_num.shape[1], size=(draws, a_num.shape[1]))

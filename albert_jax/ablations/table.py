@@ -83,11 +83,11 @@ def _seed_scores(xs: list) -> list[float]:
 
 
 def _difference(a: list, b: list, paired: bool = True) -> stats.Estimate | None:
-    """a − b, paired by example where both rows kept their examples on the same set, else over seeds."""
-    if not paired:  # other held-out pairs (another tokenizer or sequence length): only the seed scores compare
-        return stats.difference(_seed_scores(a), _seed_scores(b))
+    """a − b, paired by example where both rows kept their examples on the same set, else with each row's examples
+    drawn on their own, else over seeds."""
     try:
-        return stats.difference(a, b)
+        # other held-out pairs (another tokenizer or sequence length): unpaired, each row over its own examples
+        return stats.difference(a, b, paired=paired)
     except ValueError:  # one row per example, the other per seed, or sets of different sizes: compare seed scores
         return stats.difference(_seed_scores(a), _seed_scores(b))
 
