@@ -115,11 +115,17 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
                 order = np.argsort(dev["index"][keep], kind="stable")
                 per_example.append((dev["pred"][keep] == dev["label"][keep]).astype(np.float64)[order])
                 labels = dev["label"][keep][order]
+            elif dev is not None and metric == "accuracy" and "tagged" in dev:  # tagging: words right / tagged
+                keep = dev["index"] >= 0
+                order = np.argsort(dev["index"][keep], kind="stable")
+                per_example.append((dev["correct"][keep][order].astype(np.float64),
+                                    dev["tagged"][keep][order].astype(np.float64)))
             else:
                 per_example.append(None)
     if not values:
         return None
-    complete = all(x is not None for x in per_example) and len({len(x) for x in per_example}) == 1
+    sizes = {len(x[0]) if isinstance(x, tuple) else len(x) for x in per_example if x is not None}
+    complete = all(x is not None for x in per_example) and len(sizes) == 1
     return TaskSamples(metric, per_example if complete else values, values, labels)
 
 

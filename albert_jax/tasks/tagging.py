@@ -109,6 +109,15 @@ class TaggingTask(DownstreamTask):
         w = batch.get("example_weight", jnp.ones(labels.shape[:1], jnp.float32))[:, None] * (labels >= 0)
         return {"count": jnp.sum(w.astype(jnp.float32))}
 
+    def eval_outputs(self, outputs, batch):
+        """Besides the sums, each sentence's correct and tagged word counts: the tables bootstrap word accuracy
+        over sentences as a ratio (ablations/stats.py)."""
+        labels = batch["labels"]
+        tagged = labels >= 0
+        correct = (jnp.argmax(outputs, -1) == labels) & tagged
+        return ({**self.sums(outputs, batch), **self.counts(batch)},
+                {"correct": jnp.sum(correct, -1), "tagged": jnp.sum(tagged, -1), "index": batch["example_index"]})
+
     def finalize(self, sums, predictions, split, features=None):
         p = self.metric_prefix(split)
         n = max(float(sums["count"]), 1.0)
