@@ -10,7 +10,10 @@ export ALBERT_JAX_CACHE ?= $(HOME)/.cache/albert_jax
 export USE_TF ?= 0
 TF_STAMP := $(VENV)/.installed-tf
 
-.PHONY: install data test test-sweeps lint demo clean
+VENV_BEAM ?= .venv-beam
+BEAM_STAMP := $(VENV_BEAM)/.installed
+
+.PHONY: install data test test-sweeps beam test-beam lint demo clean
 
 install: $(STAMP)
 
@@ -39,13 +42,32 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 test: install data $(TF_STAMP)
-	$(PY) -m pytest tests -m "not sweeps" -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(PY) -m pytest tests -m "not sweeps and not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
 
 # The smoke sweeps of the twelve experiments `make test` leaves out (tests/smoke_sweeps.py says which two it keeps):
 # every registered experiment pretrained, fine-tuned and tabled at the smoke scale. CI runs it after `make test`.
 test-sweeps: install data $(TF_STAMP)
 	$(PY) -m pytest tests/test_smoke_sweeps_sizes.py tests/test_smoke_sweeps_ablations.py -m sweeps \
 		-n $(TEST_WORKERS) $(XDIST) --durations=10
+
+# Apache Beam (requirements-beam.txt) in a venv of its own: it pins protobuf, pyarrow, pillow and python-dateutil
+# below our lock, so the Beam venv takes the main lock without those four plus requirements-beam.lock.
+$(BEAM_STAMP): requirements.txt requirements.lock requirements-beam.txt requirements-beam.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV_BEAM)
+	$(VENV_BEAM)/bin/python -m pip install -q --upgrade pip
+	grep -viE '^(protobuf|pyarrow|pillow|python-dateutil)==' requirements.lock > $(VENV_BEAM)/constraints.txt
+	grep -v '^#' requirements-beam.lock >> $(VENV_BEAM)/constraints.txt
+	$(VENV_BEAM)/bin/python -m pip install -q -r requirements.txt -r requirements-beam.txt pytest==9.2.0 \
+		-c $(VENV_BEAM)/constraints.txt
+	$(VENV_BEAM)/bin/python -m pip install -q --no-deps -e .
+	touch $(BEAM_STAMP)
+
+beam: $(BEAM_STAMP)
+
+# The Beam pipeline's tests (marker `beam`), in the Beam venv: the same records as the local path on a real corpus,
+# at 1 and 2 workers. CI runs it after `make test-sweeps` (.ci/run).
+test-beam: data $(BEAM_STAMP)
+	$(VENV_BEAM)/bin/python -m pytest tests -m beam -p no:cacheprovider --durations=10
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks

@@ -21,6 +21,15 @@ def _cmd_create(args) -> int:
         raise ValueError(re.sub(r"PretrainingConfig\.(\w+)=",
                                 lambda m: "--" + flags.get(m.group(1), m.group(1).replace("_", "-")) + "=",
                                 str(e))) from None
+    if args.runner == "beam":
+        from albert_jax.tasks.pretraining.beam import create_with_beam
+        summary = create_with_beam(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
+                                   zh_masking=args.zh_masking, beam_options=args.beam_options, workers=args.workers)
+        print(json.dumps(summary["totals"], indent=1))
+        print(f"wrote {summary['totals']['instances']} records with Beam to {summary['tfds_dir']}")
+        return 0
+    if args.beam_options:
+        raise ValueError("--beam-options needs --runner beam")
     summary = create_pretraining_data(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
                                       workers=args.workers, zh_masking=args.zh_masking)
     print(json.dumps(summary["totals"], indent=1))
@@ -69,6 +78,11 @@ def add_cli(subparsers) -> None:
     c.add_argument("--zh-masking", choices=ZH_MASKING, default="char",
                    help="Chinese whole words for the n-gram mask: char (each CJK character a word), jieba (jieba's "
                         "words) or gold (input words separated by spaces); jieba and gold need a WordPiece vocab")
+    c.add_argument("--runner", choices=("local", "beam"), default="local",
+                   help="local: a process pool over the input files; beam: an Apache Beam pipeline through TFDS, the "
+                        "same records (needs `make beam`; docs/data-at-scale.md)")
+    c.add_argument("--beam-options", default="", help="Beam pipeline flags, e.g. \"--runner=FlinkRunner "
+                   "--flink_master=host:8081\"; without --runner: Beam's Python FnApiRunner over --workers processes")
     c.add_argument("--seed", type=int, default=12345, help="the same seed writes the same records")
     c.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes, one input file at a time each")
     c.set_defaults(func=_cmd_create)

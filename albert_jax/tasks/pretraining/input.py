@@ -75,6 +75,18 @@ def _select(record: dict) -> dict:
     return {k: record[k] for k in BATCH_KEYS}
 
 
+TFDS_PREFIX = "tfds:"  # a "shard" naming a Beam-built TFDS directory (tasks/pretraining/beam.py) instead of files
+
+
+def records_source(shards: list[str]):
+    """A random-access source of our record bytes: our ArrayRecord shards, or a Beam-built TFDS directory."""
+    import grain
+    if len(shards) == 1 and shards[0].startswith(TFDS_PREFIX):
+        from albert_jax.tasks.pretraining.beam import TfdsRecords
+        return TfdsRecords(shards[0][len(TFDS_PREFIX):])
+    return grain.sources.ArrayRecordDataSource(shards)
+
+
 @dataclasses.dataclass
 class PretrainData:
     tokenizer: tokenization.Tokenizer  # or data.wordpiece.WordPieceTokenizer (data.tokenizer_kind)
@@ -137,8 +149,7 @@ class PretrainData:
         return lambda items, rng: packing.pack_records([masker(ptd.decode_record(d), rng) for d in items], *args)
 
     def train_iterator(self, batch_size: int, sharding, seed: int):
-        import grain
-        source = grain.sources.ArrayRecordDataSource(self.train_shards)
+        source = records_source(self.train_shards)
         transform = self._transform()
         if self.packing:
             source, transform = self.packed_source(source), self._packed_transform()
@@ -155,8 +166,7 @@ class PretrainData:
         is 50% on both sets, and a capped evaluation (train.eval_batches) reads a random sample of the whole
         split, not its first documents. The training instances are untouched."""
         if task not in self._eval_orders:
-            import grain
-            source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
+            source = records_source(self.eval_shards[task])
             labels = np.array([int(ptd.decode_record(source[i])["next_sentence_labels"])
                                for i in range(len(source))], dtype=np.int64)
             self._eval_orders[task] = balanced_order(labels, self.eval_seed)
@@ -165,11 +175,9 @@ class PretrainData:
     def eval_iterator(self, task: str, batch_size: int, sharding):
         """The balanced eval set (`eval_order`), the last batch padded with weight-0 rows: a set smaller than one
         batch (a small corpus's validation split) is still measured, and every example counts once."""
-        import grain
-
         from albert_jax.tasks.features import Features, eval_batches
 
-        source = grain.sources.ArrayRecordDataSource(self.eval_shards[task])
+        source = records_source(self.eval_shards[task])
         order = self.eval_order(task)
 
         def batches():
@@ -325,7 +333,10 @@ def _read_instances(directory: str, field: str) -> tuple[dict, list[str]]:
     if not meta.is_file():
         raise ValueError(f"data.{field}={directory}: no pretraining_data.json there; point it at the --output-dir of "
                          "`albert-jax pretraining-data create`")
-    return json.loads(meta.read_text(encoding="utf-8")), ptd.shard_paths(Path(directory))
+    summary = json.loads(meta.read_text(encoding="utf-8"))
+    if summary.get("record_format") == "tfds":  # written by --runner beam
+        return summary, [TFDS_PREFIX + summary["tfds_dir"]]
+    return summary, ptd.shard_paths(Path(directory))
 
 
 def from_instances(d) -> PretrainData:

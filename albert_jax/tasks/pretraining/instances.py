@@ -425,6 +425,15 @@ def _shard_seed(seed: int, shard_index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(shard_index,)))
 
 
+def shard_records(shard_index: int, path, cfg: PretrainingConfig, seed: int, tokenizer, zh_masking: str = "char",
+                  stats: Counter | None = None) -> Iterator[dict]:
+    """The records of one input file (one shard), in order: a function of (file, config, seed, shard index,
+    tokenizer) alone, so every way of running it (one process, a pool, a Beam pipeline) writes the same records."""
+    docs = read_documents(path, tokenizer, stats, None if zh_masking == "char" else Segmenter(zh_masking))
+    yield from create_instances(docs, cfg, tokenizer.word_start, _shard_seed(seed, shard_index), stats,
+                                specials=SpecialIds.of(tokenizer))
+
+
 def _create_shard(task) -> dict:
     shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file, zh_masking = task
     from array_record.python.array_record_module import ArrayRecordWriter
@@ -435,10 +444,7 @@ def _create_shard(task) -> dict:
     stats = Counter(documents=0, instances=0)
     writer, in_file = None, 0
     try:
-        docs = read_documents(path, tokenizer, stats, None if zh_masking == "char" else Segmenter(zh_masking))
-        for rec in itertools.chain([None], create_instances(docs, cfg, tokenizer.word_start,
-                                                              _shard_seed(seed, shard_index), stats,
-                                                              specials=SpecialIds.of(tokenizer))):
+        for rec in itertools.chain([None], shard_records(shard_index, path, cfg, seed, tokenizer, zh_masking, stats)):
             if writer is None or in_file == per_file:
                 if writer is not None:
                     writer.close()

@@ -1,0 +1,188 @@
+"""Pretraining instances as an Apache Beam pipeline through TFDS (`pretraining-data create --runner beam`).
+
+The unit of work is one input file, as in the local path (instances.create_pretraining_data): its records are
+`instances.shard_records(shard index, file, config, seed, tokenizer)`, a function of those alone. The pipeline is
+`Create([(index, file), ...]) | FlatMap(records of that file)`, which TFDS runs on the Beam runner it is given and
+writes as ArrayRecord through its own file adapters. So the records are the local path's records, byte for byte
+(`record`, our encoding), on any runner and any number of workers; each carries its (shard, index) key, which TFDS
+uses to order the output by a hash, as every Beam-built TFDS dataset. NSP's random-document negatives come from the
+file's own seeded reservoir (instances.DocumentReservoir), bounded by `nsp_buffer_docs`: the pool is defined by the
+file and the seed, never by the runner or the worker count. Memory per worker is one file's stream: split a large
+corpus into files of ~100 MB and it stays flat however large the corpus grows (docs/data-at-scale.md).
+
+Beam is optional (requirements-beam.txt, its own venv: `make beam`); without it this module says how to get it.
+Offline trap: Beam >= 2.68's DirectRunner first tries the Prism runner, which downloads a Go binary. Unless the user
+names a runner, we run Beam's Python FnApiRunner in multi-processing mode, which downloads nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from albert_jax.tasks.pretraining import instances as ptd
+from albert_jax.tasks.pretraining.records import encode_record
+
+BEAM_HELP = ("Apache Beam is not installed in this environment: `make beam` builds .venv-beam with it "
+             "(requirements-beam.txt; it pins protobuf and pyarrow below our main lock, so it has a venv of its own)")
+
+
+def beam_module():
+    try:
+        return tfds.core.lazy_imports.apache_beam
+    except ImportError:
+        raise ValueError(BEAM_HELP) from None
+
+
+@dataclasses.dataclass(eq=False)
+class InstancesConfig(tfds.core.BuilderConfig):
+    files: tuple[str, ...] = ()
+    tokenizer: str = ""
+    pretraining: str = "{}"  # PretrainingConfig as JSON
+    seed: int = 12345
+    zh_masking: str = "char"
+
+
+class _FileRecords:
+    """FlatMap's function: (shard index, file) -> (key, example) for every record of that file. A class, not a
+    closure, so that it pickles to other processes and machines; the tokenizer is loaded once per worker."""
+
+    def __init__(self, config: InstancesConfig):
+        self.config = config
+        self._tokenizer = None
+
+    def __getstate__(self):
+        return {"config": self.config}
+
+    def __setstate__(self, state):
+        self.__init__(state["config"])
+
+    def __call__(self, item):
+        from albert_jax.data.tokenization import load_tokenizer
+
+        shard, path = item
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.config.tokenizer)
+        cfg = ptd.PretrainingConfig(**json.loads(self.config.pretraining))
+        stats = Counter()
+        for i, rec in enumerate(ptd.shard_records(shard, path, cfg, self.config.seed, self._tokenizer,
+                                                  self.config.zh_masking, stats)):
+            yield f"{shard:05d}-{i:010d}", {"shard": shard, "index": i, "record": encode_record(rec)}
+
+
+class PretrainingInstances(tfds.core.GeneratorBasedBuilder):
+    """The pretraining records of a list of text files (official format), built by Beam. One config per set of
+    inputs, named by their digest, so different inputs never share a directory."""
+    VERSION = tfds.core.Version("1.0.0")
+    BUILDER_CONFIGS = [InstancesConfig(name="default")]
+
+    def __init__(self, *, config: InstancesConfig | None = None, **kwargs):
+        super().__init__(config=config, file_format="array_record", **kwargs)
+
+    def _info(self):
+        return tfds.core.DatasetInfo(
+            builder=self, description="ALBERT pretraining records (tasks/pretraining/records.py), one per example",
+            features=tfds.features.FeaturesDict({
+                "shard": tfds.features.Scalar(dtype=np.int32), "index": tfds.features.Scalar(dtype=np.int64),
+                "record": tfds.features.Tensor(shape=(), dtype=np.object_)}))
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        beam = beam_module()
+        files = [(i, f) for i, f in enumerate(self.builder_config.files)]
+        return beam.Create(files) | beam.FlatMap(_FileRecords(self.builder_config))
+
+
+def builder_for(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig, seed: int,
+                zh_masking: str = "char") -> PretrainingInstances:
+    files = tuple(os.path.abspath(f) for f in input_files)
+    spec = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
+    digest = hashlib.sha256(json.dumps([files, os.path.abspath(tokenizer_path), spec, seed, zh_masking]).encode())
+    config = InstancesConfig(name=f"i{digest.hexdigest()[:16]}", files=files, tokenizer=os.path.abspath(tokenizer_path),
+                             pretraining=spec, seed=seed, zh_masking=zh_masking)
+    return PretrainingInstances(config=config, data_dir=str(output_dir))
+
+
+def pipeline_options(flags: list[str], workers: int):
+    """Beam options: the user's flags; with no --runner among them, the Python FnApiRunner in multi-processing
+    mode over `workers` processes (no Prism download)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    if not any(f.startswith("--runner") for f in flags):
+        flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
+    return PipelineOptions(flags)
+
+
+def default_runner(flags: list[str]):
+    if any(f.startswith("--runner") for f in flags):
+        return None
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    return FnApiRunner()
+
+
+def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig = ptd.PretrainingConfig(),
+                     *, seed: int = 12345, zh_masking: str = "char", beam_options: str = "", workers: int = 1) -> dict:
+    """Build the records with Beam into `output_dir` (a TFDS data_dir) and write `pretraining_data.json` there,
+    which `data.instances` reads like the local path's; returns that summary."""
+    import shlex
+
+    from albert_jax.data.tokenization import load_tokenizer
+
+    beam_module()  # before any work: without Beam, say how to get it
+    for f in input_files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"pretraining-data input {f} does not exist")
+    tokenizer = load_tokenizer(tokenizer_path)
+    flags = shlex.split(beam_options)
+    builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking)
+    dl = tfds.download.DownloadConfig(beam_runner=default_runner(flags),
+                                      beam_options=pipeline_options(flags, workers))
+    builder.download_and_prepare(download_config=dl)
+    files = [str(p) for p in sorted(Path(builder.data_dir).glob("*-train.array_record-*"))]
+    summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
+                   tokenizer=tokenizer.name, record_format="tfds", tfds_dir=str(builder.data_dir), files=files,
+                   totals={"instances": int(builder.info.splits["train"].num_examples), "files": len(files)})
+    tmp = Path(output_dir) / ".pretraining_data.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1) + "\n")
+    os.replace(tmp, Path(output_dir) / "pretraining_data.json")
+    return summary
+
+
+class TfdsRecords:
+    """Our record bytes from a Beam-built TFDS directory, by index (len, __getitem__, __getitems__): what
+    `data.instances` trains from (tasks/pretraining/input.records_source). Picklable for grain's workers."""
+
+    def __init__(self, tfds_dir: str):
+        self.tfds_dir = tfds_dir
+        self._source = tfds.builder_from_directory(tfds_dir).as_data_source(split="train")
+
+    def __getstate__(self):
+        return {"tfds_dir": self.tfds_dir}
+
+    def __setstate__(self, state):
+        self.__init__(state["tfds_dir"])
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def __getitem__(self, i: int) -> bytes:
+        return bytes(self._source[int(i)]["record"])
+
+    def __getitems__(self, indices) -> list[bytes]:
+        return [bytes(ex["record"]) for ex in self._source.__getitems__([int(i) for i in indices])]
+
+
+def read_beam_records(output_dir) -> dict[str, bytes]:
+    """{key: our record bytes} of a Beam-built directory (tests, and a check against the local path)."""
+    summary = json.loads((Path(output_dir) / "pretraining_data.json").read_text())
+    builder = tfds.builder_from_directory(summary["tfds_dir"])
+    source = builder.as_data_source(split="train")
+    return {f"{int(ex['shard']):05d}-{int(ex['index']):010d}": bytes(ex["record"]) for ex in source}

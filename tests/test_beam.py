@@ -1,0 +1,92 @@
+"""Pretraining data on Apache Beam (tasks/pretraining/beam.py): the same records as the local path, byte for byte,
+on a real corpus, at 1 and 2 workers, for SOP, NSP and none. The tests marked `beam` run in .venv-beam
+(`make test-beam`); the one below them runs in the main venv, where Beam is absent."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from albert_jax.tasks.pretraining import instances as D
+
+HAS_BEAM = importlib.util.find_spec("apache_beam") is not None
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Three files of the English mix (official format) and a SentencePiece model trained on them."""
+    from albert_jax.data import corpora
+    from albert_jax.data.tokenization import train_tokenizer
+
+    d = tmp_path_factory.mktemp("beam")
+    files = []
+    for k, source in enumerate(("sotu", "austen", "kjv")):
+        path = d / f"{source}.txt"
+        with open(path, "w", encoding="utf-8") as f:
+            for doc in corpora.iter_documents(source, max_docs=12 if source != "kjv" else 30):
+                f.write("\n".join(doc.sentences) + "\n\n")
+        files.append(path)
+    tok = train_tokenizer(d / "spm", files=files, vocab_size=2000, seed=0)
+    return files, d / "spm.model", tok
+
+
+def local_records(files, tokenizer, out, cfg, seed) -> dict[str, bytes]:
+    from array_record.python.array_record_module import ArrayRecordReader
+
+    D.create_pretraining_data(files, tokenizer, out, cfg, seed=seed, workers=1)
+    records = {}
+    for shard in range(len(files)):
+        i = 0
+        for path in sorted(Path(out).glob(f"part-{shard:05d}-*.array_record")):
+            reader = ArrayRecordReader(str(path))
+            for data in reader.read(list(range(reader.num_records()))):
+                records[f"{shard:05d}-{i:010d}"] = data
+                i += 1
+            reader.close()
+    return records
+
+
+@pytest.mark.beam
+@pytest.mark.parametrize("task, workers", [("sop", 1), ("sop", 2), ("nsp", 2), ("none", 1)])
+def test_beam_writes_the_local_paths_records(corpus, tmp_path, task, workers):
+    from albert_jax.tasks.pretraining.beam import create_with_beam, read_beam_records
+
+    files, model, tok = corpus
+    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=2, task=task, nsp_buffer_docs=8)
+    local = local_records(files, tok, tmp_path / "local", cfg, seed=7)
+    summary = create_with_beam(files, str(model), tmp_path / "beam", cfg, seed=7, workers=workers)
+    beam = read_beam_records(tmp_path / "beam")
+    assert len(local) > 500 and summary["totals"]["instances"] == len(local)
+    assert beam.keys() == local.keys()
+    assert all(beam[k] == local[k] for k in local)  # byte for byte: NSP's pool is each file's own, seeded
+
+
+@pytest.mark.beam
+def test_beam_output_trains(corpus, tmp_path):
+    """`data.instances` reads a Beam-built directory like the local path's."""
+    from albert_jax.tasks.pretraining.beam import create_with_beam
+    from albert_jax.tasks.pretraining.input import from_instances
+
+    files, model, _ = corpus
+    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=1)
+    create_with_beam(files, str(model), tmp_path / "train", cfg, seed=1)
+    create_with_beam(files[:1], str(model), tmp_path / "eval", cfg, seed=2)
+    import ml_collections
+    d = ml_collections.ConfigDict(dict(instances=str(tmp_path / "train"), eval_instances=str(tmp_path / "eval"),
+                                       spm_model=str(model), max_seq_length=64, max_predictions_per_seq=20,
+                                       task="sop", masking="static", masked_lm_prob=0.15, ngram=3, seed=0))
+    data = from_instances(d)
+    batch = next(iter(data.train_iterator(8, None, seed=0)))
+    assert batch["input_ids"].shape == (8, 64) and (batch["input_ids"][:, 0] == 2).all()
+    assert sum(1 for _ in data.eval_iterator("sop", 8, None)) > 0
+
+
+@pytest.mark.skipif(HAS_BEAM, reason="the message for a venv without Beam (the main one)")
+def test_without_beam_the_runner_says_how_to_get_it(corpus, tmp_path, capsys):
+    from albert_jax.main import main
+
+    files, model, _ = corpus
+    assert main(["pretraining-data", "create", "--input", str(files[0]), "--spm-model", str(model), "--output-dir",
+                 str(tmp_path / "o"), "--runner", "beam"]) == 2
+    err = capsys.readouterr().err
+    assert "make beam" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
