@@ -313,7 +313,7 @@ def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
             arch = describe_arch(r["arch"])
             if (arch, t) not in shown:
                 shown.add((arch, t))
-                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seeds).")
+                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
             d = r["vs_random"].get(t)
             if d is not None:
                 out.append(f"- {r['row']} − random init on {t}: {100 * d.value:+.1f} [{100 * d.low:+.1f}, "
