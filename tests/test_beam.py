@@ -90,3 +90,29 @@ def test_without_beam_the_runner_says_how_to_get_it(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "make beam" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_local_sample_is_a_seeded_bottom_k_sample(corpus, tmp_path):
+    from albert_jax.data.sentence_sample import local_sample
+
+    files, _, _ = corpus
+    a, b = local_sample(files, 300, seed=1), local_sample(files, 300, seed=1)
+    c = local_sample(files, 300, seed=2)
+    assert a == b and len(a) == 300 and a != c
+    every = [line.strip() for f in files for line in open(f, encoding="utf-8") if line.strip()]
+    assert set(a) <= set(every) and len(every) > 1000
+    # uniform: the sample draws from every file about in proportion to its sentences
+    share = sum(s in set(line.strip() for line in open(files[2], encoding="utf-8")) for s in a) / len(a)
+    expected = sum(1 for line in open(files[2], encoding="utf-8") if line.strip()) / len(every)
+    assert abs(share - expected) < 0.1
+
+
+@pytest.mark.beam
+@pytest.mark.parametrize("workers", [1, 2])
+def test_beam_draws_the_local_sample(corpus, tmp_path, workers):
+    from albert_jax.data.sentence_sample import local_sample
+    from albert_jax.tasks.pretraining.beam import sample_with_beam
+
+    files, _, _ = corpus
+    sample_with_beam(files, 300, tmp_path / "s.txt", seed=1, workers=workers)
+    assert (tmp_path / "s.txt").read_text(encoding="utf-8").splitlines() == local_sample(files, 300, seed=1)

@@ -41,6 +41,18 @@ def _cmd_encode(args) -> int:
     return 0
 
 
+def _cmd_sample(args) -> int:
+    if args.runner == "beam":
+        from albert_jax.tasks.pretraining.beam import sample_with_beam
+        sample_with_beam(args.input, args.size, args.output, args.seed, beam_options=args.beam_options,
+                         workers=args.workers)
+    else:
+        from albert_jax.data.sentence_sample import local_sample, write_sample
+        write_sample(local_sample(args.input, args.size, args.seed), args.output)
+    print(f"wrote a sample of at most {args.size} sentences (seed {args.seed}) to {args.output}")
+    return 0
+
+
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("tokenizer", help="train or apply an ALBERT SentencePiece model or a WordPiece vocab")
     sub = p.add_subparsers(dest="tokenizer_command", required=True)
@@ -63,6 +75,18 @@ def add_cli(subparsers) -> None:
     t.add_argument("--input-sentence-size", type=int, default=10_000_000, help="sentences sampled for training")
     t.add_argument("--verbose", action="store_true", help="show SentencePiece's training log")
     t.set_defaults(func=_cmd_train)
+    s = sub.add_parser("sample", help="draw a reproducible sample of sentences to train a tokenizer on, the same "
+                                      "locally and on any Beam runner (docs/data-at-scale.md)")
+    s.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
+    s.add_argument("--size", type=int, required=True, help="sentences in the sample (SentencePiece's "
+                   "input_sentence_size)")
+    s.add_argument("--seed", type=int, default=0, help="the same seed and files give the same sample")
+    s.add_argument("--output", required=True, help="the sample, one sentence per line")
+    s.add_argument("--runner", choices=("local", "beam"), default="local", help="beam: an Apache Beam pipeline "
+                   "(needs `make beam`)")
+    s.add_argument("--beam-options", default="", help="Beam pipeline flags (see pretraining-data create)")
+    s.add_argument("--workers", type=int, default=1, help="beam without --runner: FnApiRunner processes")
+    s.set_defaults(func=_cmd_sample)
     e = sub.add_parser("encode", help="print ids (or pieces) for text given with --text or on stdin")
     e.add_argument("--model", required=True, help="a .model file, a vocab.txt, or a directory holding either")
     e.add_argument("--text", default=None, help="the text to encode (default: read stdin)")

@@ -156,6 +156,42 @@ def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pret
     return summary
 
 
+class _KeyedSentences:
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def __call__(self, item):
+        from albert_jax.data.sentence_sample import keyed_sentences
+        index, path = item
+        yield from keyed_sentences(index, path, self.seed)
+
+
+def _joined(keyed: list) -> str:
+    return "\n".join(text for _, text in sorted(keyed))
+
+
+def sample_with_beam(input_files, size: int, output, seed: int = 0, *, beam_options: str = "",
+                     workers: int = 1) -> None:
+    """Write data/sentence_sample.local_sample's sample to `output`, drawn by a Beam pipeline: every sentence
+    keyed, the `size` smallest keys kept by a combiner (at most `size` sentences per worker), one sentence a line
+    in key order (one text element, written as one file: WriteToText reaches any filesystem Beam knows)."""
+    import shlex
+
+    beam = beam_module()
+    if size < 1:
+        raise ValueError(f"sample size {size}: at least 1")
+    for f in input_files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"sample input {f} does not exist")
+    flags = shlex.split(beam_options)
+    with beam.Pipeline(runner=default_runner(flags), options=pipeline_options(flags, workers)) as p:
+        _ = (p | beam.Create([(i, os.path.abspath(f)) for i, f in enumerate(input_files)])
+             | beam.FlatMap(_KeyedSentences(seed))
+             | beam.combiners.Top.Smallest(size)
+             | beam.Map(_joined)
+             | beam.io.WriteToText(str(output), num_shards=1, shard_name_template=""))
+
+
 class TfdsRecords:
     """Our record bytes from a Beam-built TFDS directory, by index (len, __getitem__, __getitems__): what
     `data.instances` trains from (tasks/pretraining/input.records_source). Picklable for grain's workers."""
