@@ -28,10 +28,10 @@ FAST = ["--set", "finetune.train.num_train_steps=2", "--set", "finetune.train.ev
         "--set", "finetune.train.checkpoint_every=2", "--set", "finetune.data.limit=32"]
 # The two files' experiments, each in the order a user would run them (a reused row's source first).
 ABLATIONS = ("table3", "table4", "table5", "claim_e128", "claim_ffn_vs_attention", "claim_layers",
-             "claim_nsp_pairs", "claim_shared_speed")
+             "claim_sop_long_text", "claim_nsp_pairs", "claim_shared_speed")
 SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3", "zh_masking")
 # `make test` runs these two end to end (table5: seeds, the random-init baseline, differences and the checked
-# reading; claim_shared_speed: the step-time column); the other thirteen are marked `sweeps` and run under
+# reading; claim_shared_speed: the step-time column); the other fourteen are marked `sweeps` and run under
 # `make test-sweeps`, which CI runs after `make test` (.ci/run): together they are about 40% of the suite's CPU time,
 # and tests/test_sweeps.py already plans and validates every row of every experiment at every scale in seconds.
 IN_MAKE_TEST = ("table5", "claim_shared_speed")

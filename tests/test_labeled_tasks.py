@@ -1,4 +1,4 @@
-"""The five labeled_tasks sets on the real fetched data: sizes, balance, schema, leakage, determinism, rules."""
+"""The six labeled_tasks sets on the real fetched data: sizes, balance, schema, leakage, determinism, rules."""
 import collections
 import csv
 import re
@@ -10,17 +10,19 @@ from albert_jax.data import builders, corpora, fetch, labeled, labeled_tasks
 
 tfds.display_progress_bar(False)
 
-NAMES = ("hedge", "verse_paraphrase", "pd_pos", "wordnet_lemma_span", "next_sentence_choice")
+NAMES = ("hedge", "verse_paraphrase", "verse_paraphrase_near", "pd_pos", "wordnet_lemma_span", "next_sentence_choice")
 SCHEMA = {
     "hedge": {"id": str, "sentence": str, "label": int},
     "verse_paraphrase": {"id": str, "sentence1": str, "sentence2": str, "label": int},
+    "verse_paraphrase_near": {"id": str, "sentence1": str, "sentence2": str, "label": int},
     "pd_pos": {"id": str, "words": str, "tags": str},
     "wordnet_lemma_span": {"id": str, "question": str, "context": str, "answer_text": str, "answer_start": int},
     "next_sentence_choice": {"id": str, "context": str, "option_0": str, "option_1": str, "option_2": str,
                              "option_3": str, "label": int},
 }
 # (min, max) total examples, around the measured counts in data/README.md
-TOTAL = {"hedge": (2_900, 3_000), "verse_paraphrase": (19_900, 20_000), "pd_pos": (44_000, 44_542),
+TOTAL = {"hedge": (2_900, 3_000), "verse_paraphrase": (19_900, 20_000),
+         "verse_paraphrase_near": (19_900, 20_000), "pd_pos": (44_000, 44_542),
          "wordnet_lemma_span": (44_000, 46_000), "next_sentence_choice": (19_900, 20_000)}
 
 
@@ -29,7 +31,7 @@ def split_key(name: str, ex: dict) -> str:
     if name == "hedge":
         return " ".join(ex["sentence"].lower().split())
     parts = ex["id"].split("/")
-    if name == "verse_paraphrase":
+    if name.startswith("verse_paraphrase"):
         return "/".join(parts[1:3])  # book/chapter
     if name == "pd_pos":
         return "/".join(parts[1:3])  # peoples_daily/<article>
@@ -110,8 +112,9 @@ def test_hedge_labels(sets, cache):
         assert 0.4 < sum(e["label"] for e in v) / len(v) < 0.6, split
 
 
-def test_verse_paraphrase_pairs(sets, cache):
-    data, _ = sets["verse_paraphrase"]
+@pytest.mark.parametrize("name", ["verse_paraphrase", "verse_paraphrase_near"])
+def test_verse_paraphrase_pairs(sets, cache, name):
+    data, _ = sets[name]
     kjv = labeled_tasks.kjv_verses(fetch.raw_dir("kjv", cache))
     assert len(kjv) == 31_102
     web = labeled_tasks.web_verses(fetch.raw_dir("web", cache), {labeled_tasks.web_book_name(b) for b, _, _ in kjv})
@@ -137,7 +140,11 @@ def test_verse_paraphrase_pairs(sets, cache):
             else:
                 assert e["sentence2"] not in same_chapter
                 rand += 1
-        assert near == rand == len(exs) // 4, (split, near, rand)  # half the negatives neighbours, half random
+        if name == "verse_paraphrase":
+            assert near == rand == len(exs) // 4, (split, near, rand)  # half the negatives neighbours, half random
+        else:  # claim (e)'s set: no negative a random verse, so a pair's topic never tells it apart
+            assert (near, rand) == (len(exs) // 2, 0), (split, near, rand)
+
 
 
 def test_pd_pos_tags(sets, cache):

