@@ -17,9 +17,9 @@ from __future__ import annotations
 import ml_collections
 
 from albert_jax.config import model_section, preset
+from albert_jax.configs import added_fields
 from albert_jax.configs import overrides as A
 from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_MODEL
-from albert_jax.tasks.pretraining import packing
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
@@ -52,16 +52,13 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.data.corpus_paths = ""  # for text_corpus/<name>: comma-separated files in the official format
     c.data.held_out_fraction = 0.01  # text_corpus: share of documents for validation (and as much for test)
     c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
-    # spm (SentencePiece, the English models) | wordpiece (a BERT-Chinese style vocab.txt, as the official Chinese
-    # models: trained on the corpus, or data.wordpiece_vocab); docs/chinese.md.
-    c.data.tokenizer_kind = "wordpiece" if zh else "spm"
-    c.data.wordpiece_vocab = ""
-    # Chinese whole words for the n-gram mask: char | jieba | gold (data/zh_segment.py)
-    c.data.zh_masking = args.pop("zh_masking", "char")
-    # Or instances `albert-jax pretraining-data create` wrote: its --output-dir for training, a second one built from
-    # held-out text for evaluation, and data.spm_model the --spm-model both used (docs/training.md, "By hand").
-    c.data.instances = ""
-    c.data.eval_instances = ""
+    # The fields added since the first runs (packing and its knobs, instances, eval_instances, tokenizer_kind,
+    # wordpiece_vocab, zh_masking): their defaults and documentation are in albert_jax/configs/added_fields.py.
+    for field, default in added_fields.PRETRAIN_DATA.items():
+        setattr(c.data, field, default)
+    if zh:
+        c.data.tokenizer_kind = "wordpiece"
+    c.data.zh_masking = args.pop("zh_masking", c.data.zh_masking)
     # zh: BERT-Chinese's 21,128 at the paper scale; People's Daily 1998-01 supports about 6,000 WordPiece tokens.
     c.data.vocab_size = (21128 if scale == "paper" else 8000) if zh else DEFAULT_VOCAB[scale]
     c.data.lower = True
@@ -77,10 +74,6 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     # 0: every document. The cpu scale reads the whole English mix (2,243 train documents, 6.8M tokens at vocab
     # 4,000): its held-out text then makes 2,106 balanced SOP pairs (issue 24 asks for >= 2,000); smoke stays small.
     c.data.max_docs = 400 if scale == "smoke" else 0
-    # Several short instances per row with block-diagonal attention (docs/training.md, "Sequence packing"):
-    # exact, but our instances are ~96% full, so it saves ~3% of rows here; on for corpora of short documents.
-    for field, default in packing.DEFAULTS.items():  # packing, packing_max_examples, packing_max_predictions
-        setattr(c.data, field, default)
     c.data.seed = 12345
 
     c.train = ml_collections.ConfigDict()

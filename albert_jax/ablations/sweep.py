@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 from albert_jax.ablations import registry as R
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
+from albert_jax.configs import added_fields
 from albert_jax.configs.overrides import split_arg
 from albert_jax.training import rundir
 from albert_jax.training import workdir as wdir
@@ -101,10 +102,10 @@ def fingerprint(stage: Stage) -> str:
     for section, fields in wdir.SPEED_ONLY.items():
         for field in fields:
             c.get(section, {}).pop(field, None)
-    for key in wdir.FINGERPRINT_ADDED:
-        section, field = key.split(".")[1:]
-        if c.get(section, {}).get(field, wdir.ADDED_DEFAULTS[key]) == wdir.ADDED_DEFAULTS[key]:
-            c.get(section, {}).pop(field, None)
+    data = c.get("data", {})
+    for field in added_fields.FINGERPRINT_OMITS_AT_DEFAULT:
+        if data.get(field, added_fields.PRETRAIN_DATA[field]) == added_fields.PRETRAIN_DATA[field]:
+            data.pop(field, None)
     blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 

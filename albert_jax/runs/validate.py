@@ -26,6 +26,7 @@ import tempfile
 from typing import Any, Callable
 
 from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.configs.added_fields import PRETRAIN_DATA, data_field
 from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.tasks.early_exit import HEADS
 from albert_jax.data.zh_segment import ZH_MASKING
@@ -360,11 +361,10 @@ def _check_mesh(mesh) -> None:
 
 def _check_packing(c: _Checker, d) -> None:
     """A packed row must hold at least one whole example's predictions; packing fields without packing warn."""
-    from albert_jax.tasks.pretraining.packing import DEFAULTS
-    preds = d.get("packing_max_predictions", DEFAULTS["packing_max_predictions"])
-    if not d.get("packing", DEFAULTS["packing"]):
+    preds = data_field(d, "packing_max_predictions")
+    if not data_field(d, "packing"):
         for field in ("packing_max_examples", "packing_max_predictions"):
-            if d.get(field, DEFAULTS[field]) != DEFAULTS[field]:
+            if data_field(d, field) != PRETRAIN_DATA[field]:
                 c.warn(f"data.{field}={d[field]!r} has no effect: data.packing is false")
         return
     if preds and preds < d.max_predictions_per_seq:
@@ -375,11 +375,11 @@ def _check_packing(c: _Checker, d) -> None:
 
 def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
     """data.tokenizer_kind, data.wordpiece_vocab and data.zh_masking (docs/chinese.md); the vocabulary size."""
-    kind, vocab, zh = d.get("tokenizer_kind", "spm"), d.get("wordpiece_vocab", ""), d.get("zh_masking", "char")
+    kind, vocab, zh = (data_field(d, k) for k in ("tokenizer_kind", "wordpiece_vocab", "zh_masking"))
     if vocab and kind != "wordpiece":
         raise ConfigError(f"data.wordpiece_vocab={vocab!r} needs data.tokenizer_kind=wordpiece (it is {kind!r})")
     if kind == "wordpiece":
-        if d.spm_model and not d.get("instances"):
+        if d.spm_model and not data_field(d, "instances"):
             c.warn(f"data.spm_model={d.spm_model!r} has no effect: data.tokenizer_kind=wordpiece (set "
                    "data.wordpiece_vocab to use a given vocab.txt)")
         if vocab:
@@ -391,11 +391,11 @@ def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
             except (ValueError, OSError) as e:
                 raise ConfigError(f"data.wordpiece_vocab={vocab!r}: {e}") from None
     if zh != "char":
-        if kind != "wordpiece" and not d.get("instances"):
+        if kind != "wordpiece" and not data_field(d, "instances"):
             raise ConfigError(f"data.zh_masking={zh!r} needs data.tokenizer_kind=wordpiece: SentencePiece's Chinese "
                               "pieces span several characters, so a word boundary can fall inside one; use "
                               "data.zh_masking=char with SentencePiece")
-        if d.get("instances"):
+        if data_field(d, "instances"):
             c.warn(f"data.zh_masking={zh!r} has no effect with data.instances: the records fix their masking (build "
                    "them with `pretraining-data create --zh-masking`)")
         if zh == "gold" and d.corpus != "albert_pretrain_zh":

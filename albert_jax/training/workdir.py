@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from albert_jax.configs import added_fields
 from albert_jax.training import rundir
 
 LOCK_NAME = "run.lock"
@@ -46,17 +47,8 @@ SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_
 FLAG = "train.allow_changed_schedule"
 _NOT_COMPARED = ("changes",)
 # Experiment fields added since runs were first recorded, with the value that keeps the old behaviour: a
-# record without them reads as these (data.packing: tasks/pretraining/packing.DEFAULTS, which a test holds
-# equal; training does not import tasks).
-ADDED_DEFAULTS = {"experiment.data.packing": False, "experiment.data.packing_max_examples": 3,
-                  "experiment.data.packing_max_predictions": 0,
-                  "experiment.data.instances": "", "experiment.data.eval_instances": "",
-                  "experiment.data.tokenizer_kind": "spm", "experiment.data.wordpiece_vocab": "",
-                  "experiment.data.zh_masking": "char"}
-# Of those, the ones added after sweeps began recording stage fingerprints: at these values a sweep's fingerprint
-# leaves them out (ablations/sweep.py), so a stage trained before they existed is still found and linked.
-FINGERPRINT_ADDED = ("experiment.data.instances", "experiment.data.eval_instances", "experiment.data.tokenizer_kind",
-                     "experiment.data.wordpiece_vocab", "experiment.data.zh_masking")
+# record without them reads as these (their owner: configs/added_fields.py).
+ADDED_DEFAULTS = {f"experiment.data.{k}": v for k, v in added_fields.PRETRAIN_DATA.items()}
 
 
 class WorkdirError(ValueError):

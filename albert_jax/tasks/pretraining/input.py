@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from albert_jax.configs.added_fields import data_field
 from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
@@ -263,7 +264,7 @@ def corpus_texts(d, splits=("train", "validation"), field: str = "text") -> dict
 
 
 def tokenizer_kind(d) -> str:
-    return d.get("tokenizer_kind", "spm")
+    return data_field(d, "tokenizer_kind")
 
 
 def tokenizer_model_path(d) -> Path:
@@ -272,7 +273,7 @@ def tokenizer_model_path(d) -> Path:
     corpus; it need not exist yet."""
     case = "lower" if d.lower else "cased"
     if tokenizer_kind(d) == "wordpiece":
-        return Path(d.get("wordpiece_vocab") or _corpus_source(d)[0] / f"wordpiece-{d.vocab_size}-{case}" / "vocab.txt")
+        return Path(data_field(d, "wordpiece_vocab") or _corpus_source(d)[0] / f"wordpiece-{d.vocab_size}-{case}" / "vocab.txt")
     if d.spm_model:
         return Path(d.spm_model)
     return _corpus_source(d)[0] / f"spm-{d.vocab_size}-{case}.model"
@@ -285,7 +286,7 @@ def corpus_tokenizer(d, texts: dict | None = None):
     if tokenizer_kind(d) == "wordpiece":
         from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
         path = tokenizer_model_path(d)
-        if d.get("wordpiece_vocab"):
+        if data_field(d, "wordpiece_vocab"):
             return WordPieceTokenizer(path, lower=d.lower)
         with _preparing(_corpus_source(d)[0]):
             if not path.exists():  # trained in a temporary directory, renamed when complete
@@ -343,7 +344,7 @@ def from_instances(d) -> PretrainData:
     """Pretraining on instances `pretraining-data create` wrote (data.instances), evaluated on a second such
     directory built from held-out text (data.eval_instances), with the SentencePiece model they were made with
     (data.spm_model). Every setting the records fix is checked against the data section, field by field."""
-    if not d.get("eval_instances") or not d.spm_model:
+    if not data_field(d, "eval_instances") or not d.spm_model:
         raise ValueError("data.instances needs data.eval_instances (a second `pretraining-data create` over held-out "
                          "text, --task sop or nsp) and data.spm_model (the --spm-model both were made with)")
     tokenizer = tokenization.load_tokenizer(d.spm_model)
@@ -378,8 +379,8 @@ def from_instances(d) -> PretrainData:
 
 def prepare(config) -> PretrainData:
     d = config.data
-    if d.get("instances"):
-        if d.get("packing"):
+    if data_field(d, "instances"):
+        if data_field(d, "packing"):
             raise ValueError("data.packing with data.instances is not supported: build the instances with the "
                              "lengths you train at, or pretrain from a corpus (data.corpus) to pack")
         return from_instances(d)
@@ -394,7 +395,7 @@ def prepare(config) -> PretrainData:
                 masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram)
     train_cfg = ptd.PretrainingConfig(**base, dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
     tok_id = tokenizer.fingerprint[:12]  # the instances depend on the exact model
-    zh_masking = d.get("zh_masking", "char")
+    zh_masking = data_field(d, "zh_masking")
     key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id] + ([zh_masking] if zh_masking != "char" else []))
     train_text = corpus_texts(d, ("train",), field="segmented")["train"] if zh_masking == "gold" else texts["train"]
     train = _instances(train_text, tokenizer, root / f"train-{key}", train_cfg, d.seed, zh_masking)
@@ -410,7 +411,7 @@ def prepare(config) -> PretrainData:
     masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
                            ngram=d.ngram)
     from albert_jax.tasks.pretraining.packing import DEFAULTS
-    opt = {k: d.get(k, v) for k, v in DEFAULTS.items()}
+    opt = {k: data_field(d, k) for k in DEFAULTS}
     packing = None
     if opt["packing"]:
         packing = dict(max_seq_length=d.max_seq_length, max_examples=opt["packing_max_examples"],
