@@ -303,8 +303,9 @@ def _write_row_json(p: RowPlan, state: dict) -> None:
     os.replace(tmp, p.directory / "row.json")
 
 
-def run_stage(stage: Stage) -> bool:
-    """Runs (or resumes) one stage in this process; False when a signal stopped it before the end."""
+def run_stage(stage: Stage) -> int | None:
+    """Runs (or resumes) one stage in this process; None when it finished, else the signal that stopped it (0
+    when it ended unfinished without one)."""
     from albert_jax.runs.finetune import finetune
     from albert_jax.runs.pretrain import pretrain
 
@@ -312,13 +313,14 @@ def run_stage(stage: Stage) -> bool:
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
     result = (pretrain if stage.kind == "pretrain" else finetune)(config, str(stage.workdir))
     if result.get("stopped"):
-        return False
-    return stage.done()
+        return result.get("signal") or 0
+    return None if stage.done() else 0
 
 
 def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, offset: int = 0,
-             reuse_stages: bool = True) -> bool:
-    """Run (or resume) the rows in order; True when every row finished. Shows progress per row and overall.
+             reuse_stages: bool = True) -> int | None:
+    """Run (or resume) the rows in order; None when every row finished, else the signal that stopped a stage (0:
+    none known). Shows progress per row and overall.
     With `reuse_stages`, a stage identical to a finished one under the same runs directory links to it."""
     total = total or len(plans)
     started = time.time()
@@ -337,17 +339,18 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
                 continue
             print(f"[{i}/{total}]   {s.name}: {s.progress()} -> running  ({s.command()})", file=out, flush=True)
             t0 = time.time()
-            if not run_stage(s):
+            stopped = run_stage(s)
+            if stopped is not None:
                 _write_row_json(p, {"state": "interrupted", "stages_state": {x.name: x.progress() for x in p.stages}})
                 print(f"[{i}/{total}]   {s.name}: stopped at {s.progress()}; rerun the same command to continue",
                       file=out, flush=True)
-                return False
+                return stopped
             print(f"[{i}/{total}]   {s.name}: done in {time.time() - t0:.0f} s", file=out, flush=True)
         _write_row_json(p, {"state": "done", "stages_state": {s.name: "done" for s in p.stages}})
         elapsed = time.time() - started
         print(f"[{i}/{total}] done · {i - offset}/{len(plans)} rows this run in {elapsed:.0f} s", file=out,
               flush=True)
-    return True
+    return None
 
 
 def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
@@ -360,8 +363,8 @@ def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overr
         sharding.init_distributed()
     exp = R.get(experiment, experiments_dir)
     plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init)
-    ok = run_rows(plans, reuse_stages=reuse_stages)
-    return {"rows": rows, "finished": ok}
+    stopped = run_rows(plans, reuse_stages=reuse_stages)
+    return {"rows": rows, "finished": stopped is None}
 
 
 def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,

@@ -39,17 +39,30 @@ def load_experiment(spec: str, overrides):
     return config
 
 
-# The exit status of a run that a signal (SIGTERM, SIGINT) stopped after checkpointing: not finished, and the same
-# command continues it. `sweep` uses it too, so that `pretrain && finetune` in a script stops there.
+# A run that a signal (SIGTERM, SIGINT) stopped after checkpointing is not finished, and the same command continues
+# it: it exits 128 + the signal's number, the shells' convention (130 for Ctrl-C, 143 for SIGTERM), so that
+# `pretrain && finetune` in a script stops there. A sweep whose scheduler jobs did not all finish exits 3.
 INTERRUPTED = 3
 
 
-def interrupted(command: str, result: dict) -> int:
-    """One line on stderr for a run a signal stopped, and the exit status that says so."""
+def stopped_status(signum: int | None) -> int:
+    return 128 + signum if signum else INTERRUPTED
+
+
+def interrupted(command: str, result: dict, workdir: str) -> int:
+    """For a run a signal stopped: one line on stderr, its results JSON on stdout with "finished": false, and the
+    exit status that says so."""
+    import json
+    import signal
+
     where = f"seed {result['seed']}, " if "seed" in result else ""
-    print(f"albert-jax {command}: stopped by a signal after checkpointing ({where}step {result['step']}); run the "
+    signum = result.get("signal")
+    name = signal.Signals(signum).name if signum else "a signal"
+    print(f"albert-jax {command}: stopped by {name} after checkpointing ({where}step {result['step']}); run the "
           "same command to continue", file=sys.stderr)
-    return INTERRUPTED
+    print(json.dumps({"workdir": workdir, "finished": False, "step": result["step"], "signal": name,
+                      **({"seed": result["seed"]} if "seed" in result else {})}, indent=1))
+    return stopped_status(signum)
 
 
 def recorded_config(workdir):

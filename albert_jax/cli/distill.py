@@ -15,9 +15,9 @@ def _run(args) -> int:
     started = time.time()
     r = distill(config, workdir)
     if r.get("stopped"):
-        return interrupted("distill", r)
+        return interrupted("distill", r, workdir)
     d = r["distill"]
-    print(json.dumps({"workdir": workdir, "seconds": round(time.time() - started, 1), "task": r["task"],
+    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1), "task": r["task"],
                       "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
                       "params": {"student": d["student_params"], "teacher": d["teacher_params"]},
                       "speed": d["speed"]}, indent=1))

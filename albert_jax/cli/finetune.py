@@ -15,8 +15,8 @@ def _run(args) -> int:
     started = time.time()
     result = finetune(config, workdir)
     if result.get("stopped"):
-        return interrupted("finetune", result)
-    short = {"workdir": workdir, "seconds": round(time.time() - started, 1), "task": result.get("task"),
+        return interrupted("finetune", result, workdir)
+    short = {"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1), "task": result.get("task"),
              "summary": {part: {k: v["median"] for k, v in d.items()} for part, d in result.get("summary", {}).items()}}
     print(json.dumps(short, indent=1))
     return 0

@@ -15,8 +15,9 @@ def _run(args) -> int:
     started = time.time()
     result = pretrain(config, workdir)
     if result.get("stopped"):
-        return interrupted("pretrain", result)
-    print(json.dumps({"workdir": workdir, "seconds": round(time.time() - started, 1), **result}, indent=1))
+        return interrupted("pretrain", result, workdir)
+    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1), **result},
+                     indent=1))
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 def _run(args) -> int:
     from albert_jax.ablations import registry, sweep
-    from albert_jax.cli.common import INTERRUPTED, setup_logging
+    from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
 
     setup_logging(args.log_level)
     exp = registry.get(args.name, args.experiments_dir)
@@ -24,8 +24,9 @@ def _run(args) -> int:
     print(f"{exp.name} at scale {args.scale}: {len(plans)} rows ({done} already finished) in "
           f"{Path(args.runs) / exp.name / args.scale}", flush=True)
     if args.launcher == "local":
-        if not sweep.run_rows(plans, reuse_stages=not args.no_reuse):
-            return INTERRUPTED  # the stage checkpointed; the same command continues
+        stopped = sweep.run_rows(plans, reuse_stages=not args.no_reuse)
+        if stopped is not None:
+            return stopped_status(stopped)  # the stage checkpointed; the same command continues
     else:
         resources = dict(sweep.SLURM_RESOURCES[args.scale])
         for key in ("timeout_min", "nodes", "gpus_per_node", "cpus_per_task"):

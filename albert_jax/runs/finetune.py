@@ -336,7 +336,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
         result = loop.train(run, wd)
         if result.stopped:
             log.warning("seed %d stopped by a signal at step %d; rerun to continue", seed, result.step)
-            return {"stopped": True, "seed": seed, "step": result.step}
+            return {"stopped": True, "seed": seed, "step": result.step, "signal": result.signal}
         best_dir = ckpt.Checkpointer(os.path.join(wd, rundir.BEST), keep=1)
         best = best_dir.restore_latest(result.abstract_state)
         best_dir.close()

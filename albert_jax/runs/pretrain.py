@@ -85,7 +85,7 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     init = (lambda: warm_start_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
     run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, init_params=init)
     result = loop.train(run, workdir)
-    # A signal stopped it after a checkpoint: not a finished run (the CLI exits 3, the sweep reports the stage).
-    return {"stopped": True, "step": result.step} if result.stopped else result.eval
+    # A signal stopped it after a checkpoint: not a finished run (the CLI exits 128 + signal, the sweep reports it).
+    return {"stopped": True, "step": result.step, "signal": result.signal} if result.stopped else result.eval
 
 

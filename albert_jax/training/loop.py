@@ -53,16 +53,20 @@ AFTER_STEP: dict[int, list[Callable[[int], None]]] = {}
 
 @dataclasses.dataclass(frozen=True)
 class TrainResult:
-    """What `train` returns: the last evaluation, the step reached, whether a signal stopped it, the best dev
+    """What `train` returns: the last evaluation, the step reached, the signal that stopped it if one did, the best dev
     evaluation (runs with `select`), and two handles the fine-tuning driver scores its best checkpoint with:
     `evaluate(params, eval_sets, keep=None)` (every batch, the loop's own jitted step) and `abstract_state` (what
     a checkpoint of this run restores into)."""
     eval: dict
     step: int
-    stopped: bool
+    signal: int | None  # the signal (SIGTERM, SIGINT) that stopped the run after a checkpoint; None: it finished
     best: dict | None
     evaluate: Callable[..., dict]
     abstract_state: Any
+
+    @property
+    def stopped(self) -> bool:
+        return self.signal is not None
 
 
 @dataclasses.dataclass
@@ -198,12 +202,12 @@ def _train(run: Run, workdir: str) -> TrainResult:
     session = _setup(run, workdir)
     start, state, best = _restore(run, session)
     try:
-        state, last_eval, best, stopped = _train_steps(run, workdir, session, start, state, best)
+        state, last_eval, best, stop_signal = _train_steps(run, workdir, session, start, state, best)
     finally:
         _finish(session)
     t = run.config.train
     return TrainResult(
-        eval=last_eval, step=int(jax.device_get(state.step)), stopped=stopped,
+        eval=last_eval, step=int(jax.device_get(state.step)), signal=stop_signal,
         best=best if session.best_ckpt is not None else None, abstract_state=session.abstract_state,
         evaluate=lambda params, sets, keep=None: evaluate(session.eval_step, params, run.task, sets, t.batch_size,
                                                           session.batch_sh, 0, keep=keep))
@@ -276,7 +280,7 @@ def _finish(s: _Session) -> None:
 
 def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: dict):
     """Steps `start`..num_train_steps with logging, evaluation, the best checkpoint and saves; stops early at a
-    signal (after checkpointing). Returns (state, last evaluation, best, stopped by a signal)."""
+    signal (after checkpointing). Returns (state, last evaluation, best, the signal that stopped it or None)."""
     config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
     t = config.train
     checkpointer, best_ckpt, batches = s.checkpointer, s.best_ckpt, s.batches
@@ -406,4 +410,4 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
             signal.signal(sig, handler)
         bar.close()
         writer.close()
-    return state, last_eval, best, stop["signal"] is not None
+    return state, last_eval, best, stop["signal"]
