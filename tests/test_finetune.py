@@ -231,3 +231,31 @@ def test_init_from_an_hf_classifier_uses_its_encoder_and_leaves_its_head(tmp_pat
             ft.adopt_hf_head(task, fresh, reset_head=reset)
         assert fresh.head is None and (why is None or why in caplog.text), caplog.text
 
+
+
+def test_init_from_an_hf_bert_classifier_reuses_its_head_when_labels_match(tmp_path, caplog):
+    """A HuggingFace BertForSequenceClassification as init=: its encoder is BERT-shaped ALBERT (nothing shared), and
+    its classifier serves a task with as many labels; one with another label count does not, and the log says why."""
+    import torch
+    import transformers
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
+    torch.manual_seed(0)
+    for labels, name in ((2, "seq"), (3, "three")):
+        conf = transformers.BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                       intermediate_size=64, max_position_embeddings=64, num_labels=labels)
+        transformers.BertForSequenceClassification(conf).save_pretrained(tmp_path / name)
+        (tmp_path / name / "vocab.txt").write_text("\n".join(words) + "\n")
+    from albert_jax.tasks.registry import make_task
+
+    src = ft.resolve_init(str(tmp_path / "seq"))
+    assert src.kind == "hf_bert" and src.model_cfg.sharing == "none"
+    task = make_task("rt_sentiment")
+    ft.adopt_hf_head(task, src, reset_head=False)
+    params = ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)
+    head = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "seq").classifier
+    np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]), head.weight.detach().numpy().T)
+    other = ft.resolve_init(str(tmp_path / "three"))
+    with caplog.at_level("WARNING", logger="albert_jax"):
+        ft.adopt_hf_head(make_task("rt_sentiment"), other, reset_head=False)
+    assert other.head is None and "it has 3 labels, task rt_sentiment has 2" in caplog.text

@@ -345,7 +345,7 @@ def load_hf_pretrained(directory, *, drop_task_head: bool = False, **config_over
 
 
 def hf_task_head(directory) -> dict | None:
-    """An HF AlbertFor{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias [n],
+    """An HF {Albert,Bert}For{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias [n],
     labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
     directory = Path(directory)
     d = _read_config_json(directory)
@@ -379,12 +379,13 @@ def bert_config(hf_config: dict) -> AlbertConfig:
 
 
 def bert_to_params(state_dict: dict, config: AlbertConfig) -> dict:
-    """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped) state dict -> AlbertModel params
-    (jax array leaves, config.param_dtype)."""
+    """HF BertModel (or BertForPreTraining, whose `cls.*` heads are dropped, or BertFor{Sequence,Token}
+    Classification, whose `classifier.*` is read by hf_task_head instead) state dict -> AlbertModel params (jax
+    array leaves, config.param_dtype)."""
     plan = _bert_plan(config)  # refuses configs BERT cannot hold
     sd = {}
     for key, value in _normalize(state_dict).items():
-        if key.startswith("cls."):  # BERT's MLM/NSP heads: BERT-shaped, not part of an AlbertModel
+        if key.startswith(("cls.", "classifier.")):  # heads: BERT-shaped MLM/NSP, or a task's (hf_task_head)
             continue
         sd[key[len("bert."):] if key.startswith("bert.") else key] = value
     _check_keys(sd, plan, "BERT checkpoint")

@@ -157,8 +157,9 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
             return InitSource("hf_albert", str(path), cfg, _load_tokenizer(path), lambda: enc,
                               hf_head=hf.hf_task_head(path))
         if model_type == "bert":
-            cfg, params = hf.load_bert_safetensors(path)
-            return InitSource("hf_bert", str(path), cfg, _load_tokenizer(path), lambda: params)
+            cfg, params = hf.load_bert_safetensors(path)  # the encoder; a BertFor<Task>'s head: adopt_hf_head
+            return InitSource("hf_bert", str(path), cfg, _load_tokenizer(path), lambda: params,
+                              hf_head=hf.hf_task_head(path))
         raise InitError(f"init={spec!r}: config.json has model_type={model_type!r}; expected albert or bert")
     raise InitError(f"init={spec!r} is neither a workdir of ours (config.json + checkpoints/) nor a HuggingFace "
                     "directory (config.json + weights)")
@@ -220,11 +221,12 @@ def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool
     return out
 
 
-HF_HEAD_OF = {"ClassificationTask": "AlbertForSequenceClassification", "TaggingTask": "AlbertForTokenClassification"}
+# The kind of HF head each task kind can take over, ALBERT's or BERT's (Albert... / Bert... + this).
+HF_HEAD_OF = {"ClassificationTask": "ForSequenceClassification", "TaggingTask": "ForTokenClassification"}
 
 
 def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
-    """An HF AlbertFor{Sequence,Token}Classification's classifier serves this task when it is that kind of head,
+    """An HF {Albert,Bert}For{Sequence,Token}Classification's classifier serves this task when it is that kind of head,
     with as many labels, and the same label names where both have names (HF's generic LABEL_<i> match any);
     otherwise, or with reset_head, the new head starts fresh, and the log says why."""
     h = src.hf_head
@@ -239,8 +241,8 @@ def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
         names, _ = label_names(task, "token" if kind == "TaggingTask" else "sequence")
         names = None if names == [f"LABEL_{i}" for i in range(n)] else names  # generic: no names to compare
     why = None
-    if HF_HEAD_OF.get(kind) != h["architecture"]:
-        why = f"it is an {h['architecture']} head, task {task.name} needs {HF_HEAD_OF.get(kind, 'another kind')}"
+    if kind not in HF_HEAD_OF or not h["architecture"].endswith(HF_HEAD_OF[kind]):
+        why = f"it is an {h['architecture']} head, task {task.name} needs a *{HF_HEAD_OF.get(kind, 'another kind')}"
     elif h["weight"].shape[0] != n:
         why = f"it has {h['weight'].shape[0]} labels, task {task.name} has {n}"
     elif names and h["labels"] and h["labels"] != list(names):
