@@ -66,6 +66,8 @@ def run_and_check(name: str, runs) -> None:
             result = r["finetune"][task]
             assert result["n"] == seeds and 0.0 <= result["median"] <= 1.0, (name, r["row"], task)
             assert result["estimate"].examples > 0, (name, r["row"], task)  # the best checkpoint's dev predictions
+            if task == "pd_pos":  # tagging's majority baseline: the commonest tag's share of the dev words
+                assert 0.1 < result["majority"] < 0.5, (name, r["row"], result["majority"])
         if "step_time" in exp.columns:
             assert r["step_time"] > 0, (name, r["row"])
     table = p.stdout[p.stdout.index("### "):]

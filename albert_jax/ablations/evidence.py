@@ -90,10 +90,14 @@ class TaskSamples:
     samples: list  # per (pretraining seed, fine-tuning seed): per-example correctness, or the dev metric
     values: list[float]  # each seed's dev metric, as its results.json reports it
     labels: np.ndarray | None = None  # dev labels, for the majority baseline
+    tag_counts: np.ndarray | None = None  # tagging: dev words per tag, for the same baseline
 
     @property
     def majority(self) -> float | None:
-        """The dev share of the commonest label: the score of predicting it for everything."""
+        """The dev share of the commonest label (tagging: of the commonest tag among the words): the score of
+        predicting it for everything."""
+        if self.tag_counts is not None and self.tag_counts.sum():
+            return float(self.tag_counts.max() / self.tag_counts.sum())
         if self.labels is None or not len(self.labels):
             return None
         return max(Counter(self.labels.tolist()).values()) / len(self.labels)
@@ -101,7 +105,7 @@ class TaskSamples:
 
 def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
     """Every finished fine-tuning seed under the given workdirs (one per pretraining seed)."""
-    values, per_example, labels = [], [], None
+    values, per_example, labels, tag_counts = [], [], None, None
     for ft in ft_dirs:
         for seed_dir in rundir.seed_dirs(ft).values():
             r = _read_json(seed_dir / rundir.RESULTS)
@@ -120,13 +124,15 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
                 order = np.argsort(dev["index"][keep], kind="stable")
                 per_example.append((dev["correct"][keep][order].astype(np.float64),
                                     dev["tagged"][keep][order].astype(np.float64)))
+                if "tag_counts" in dev:
+                    tag_counts = dev["tag_counts"][keep].sum(axis=0)
             else:
                 per_example.append(None)
     if not values:
         return None
     sizes = {len(x[0]) if isinstance(x, tuple) else len(x) for x in per_example if x is not None}
     complete = all(x is not None for x in per_example) and len(sizes) == 1
-    return TaskSamples(metric, per_example if complete else values, values, labels)
+    return TaskSamples(metric, per_example if complete else values, values, labels, tag_counts)
 
 
 # ------------------------------------------------------------------------------------------ baselines

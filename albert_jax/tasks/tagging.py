@@ -110,13 +110,16 @@ class TaggingTask(DownstreamTask):
         return {"count": jnp.sum(w.astype(jnp.float32))}
 
     def eval_outputs(self, outputs, batch):
-        """Besides the sums, each sentence's correct and tagged word counts: the tables bootstrap word accuracy
-        over sentences as a ratio (ablations/stats.py)."""
+        """Besides the sums, each sentence's correct and tagged word counts (the tables bootstrap word accuracy
+        over sentences as a ratio, ablations/stats.py) and its words per tag (the majority-tag baseline)."""
         labels = batch["labels"]
         tagged = labels >= 0
         correct = (jnp.argmax(outputs, -1) == labels) & tagged
+        per_tag = jnp.sum(jax.nn.one_hot(jnp.maximum(labels, 0), self.num_labels, dtype=jnp.int32)
+                          * tagged[..., None], axis=1)
         return ({**self.sums(outputs, batch), **self.counts(batch)},
-                {"correct": jnp.sum(correct, -1), "tagged": jnp.sum(tagged, -1), "index": batch["example_index"]})
+                {"correct": jnp.sum(correct, -1), "tagged": jnp.sum(tagged, -1), "tag_counts": per_tag,
+                 "index": batch["example_index"]})
 
     def finalize(self, sums, predictions, split, features=None):
         p = self.metric_prefix(split)
