@@ -183,3 +183,18 @@ def test_best_null_threshold_errors():
         M.best_null_threshold(NON_NULL, V2_ANSWERS, dict.fromkeys(V2_ANSWERS, 0.0), metric="em")
     with pytest.raises(ValueError, match="no gold answers"):
         M.best_null_threshold({}, {}, {})
+
+
+def test_squad_example_scores_average_to_the_official_scores():
+    """The per-question scores the tables bootstrap over are exactly what squad_scores averages (as fractions)."""
+    from albert_jax.tasks import metrics as M
+
+    answers = {"q2": ["the cat"], "q1": ["a dog", "dogs"], "q3": ["Paris"]}
+    predictions = {"q1": "dog", "q2": "the cat sat", "q3": "London"}
+    per = M.squad_example_scores(predictions, answers)
+    total = M.squad_scores(predictions, answers)
+    # q1, q2, q3 (sorted ids): "dog" equals "a dog" once articles are dropped; "cat sat" against "cat": P 1/2, R 1
+    assert per["exact_match"].tolist() == [1.0, 0.0, 0.0]
+    assert per["f1"][0] == 1.0 and per["f1"][1] == pytest.approx(2 / 3) and per["f1"][2] == 0.0
+    assert 100 * per["f1"].mean() == pytest.approx(total["f1"])
+    assert 100 * per["exact_match"].mean() == pytest.approx(total["exact_match"])

@@ -103,15 +103,16 @@ class TaskSamples:
         return max(Counter(self.labels.tolist()).values()) / len(self.labels)
 
 
-def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
-    """Every finished fine-tuning seed under the given workdirs (one per pretraining seed)."""
+def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> TaskSamples | None:
+    """Every finished fine-tuning seed under the given workdirs (one per pretraining seed), as fractions: `scale`
+    is the metric's unit (100 for a percentage, tasks/base.Task.metric_scale)."""
     values, per_example, labels, tag_counts = [], [], None, None
     for ft in ft_dirs:
         for seed_dir in rundir.seed_dirs(ft).values():
             r = _read_json(seed_dir / rundir.RESULTS)
             if not r or metric not in r.get("dev", {}):
                 continue
-            values.append(float(r["dev"][metric]))
+            values.append(float(r["dev"][metric]) / scale)
             e = load_examples(seed_dir / BEST_EXAMPLES_FILE)
             dev = next(iter(e.values())) if e else None
             if dev is not None and metric == "accuracy" and "pred" in dev:
@@ -119,6 +120,8 @@ def finetune_samples(ft_dirs: list[Path], metric: str) -> TaskSamples | None:
                 order = np.argsort(dev["index"][keep], kind="stable")
                 per_example.append((dev["pred"][keep] == dev["label"][keep]).astype(np.float64)[order])
                 labels = dev["label"][keep][order]
+            elif dev is not None and f"score_{metric}" in dev:  # scores per example (SQuAD's F1 per question)
+                per_example.append(np.asarray(dev[f"score_{metric}"], np.float64))
             elif dev is not None and metric == "accuracy" and "tagged" in dev:  # tagging: words right / tagged
                 keep = dev["index"] >= 0
                 order = np.argsort(dev["index"][keep], kind="stable")

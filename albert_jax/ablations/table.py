@@ -120,18 +120,20 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec["curve"] = [(m["step"], m[exp.curve]) for m in metrics if exp.curve in m]
         rec["finetune"], rec["random"] = {}, {}
         for t in exp.finetune:
-            metric = make_task(t).headline
-            ts = E.finetune_samples(E.seeded_dirs(p.directory, f"finetune-{t}"), metric)
+            task = make_task(t)
+            metric, scale = task.headline, task.metric_scale
+            ts = E.finetune_samples(E.seeded_dirs(p.directory, f"finetune-{t}"), metric, scale)
             rec["finetune"][t] = _finetune_result(ts)
             if ts is not None:
                 rec["samples"][f"ft:{t}"] = ts.samples
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
             rec["random"][t] = _finetune_result(E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
-                                                                   metric))
+                                                                   metric, scale))
         rec["vs_random"] = {}
         for t in exp.finetune:
             if rec["finetune"][t] and rec["random"][t]:
-                ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"], rec["finetune"][t]["metric"])
+                ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
+                                               rec["finetune"][t]["metric"], make_task(t).metric_scale)
                 rec["vs_random"][t] = _difference(rec["samples"][f"ft:{t}"], ts_random.samples)
         step_times = [m["step_time"] for m in metrics if "step_time" in m]
         rec["step_time"] = statistics.median(step_times) if step_times else None

@@ -349,6 +349,9 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
         test = result.evaluate(best_state.params, data.test_sets) if data.test else {}
         kept: dict = {}  # the best checkpoint's per-example dev predictions: the tables bootstrap over them
         result.evaluate(best_state.params, data.eval_sets, keep=kept)
+        if hasattr(task, "example_scores"):  # scores decoded from the predictions (SQuAD's F1 per question)
+            for name, preds in kept.items():
+                preds.update(task.example_scores(preds, data.eval_sets[name].features))
         if jax.process_index() == 0:
             examples.save_examples(os.path.join(wd, examples.BEST_EXAMPLES_FILE), kept)
         record = {"seed": seed, "best_step": best_step, "select": task.headline,

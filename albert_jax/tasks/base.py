@@ -36,6 +36,7 @@ class Task:
     loss_terms: tuple[LossTerm, ...] = ()
     ratios: Mapping[str, tuple[str, str]] = {}
     headline: str = "accuracy"
+    metric_scale: float = 1.0  # the metrics' unit: 1 (a fraction) or 100 (SQuAD's scripts report percentages)
     # The batch arrays with a sequence (last) axis, which length bucketing may cut (data/bucketing.py); () keeps
     # this task's batches at full length.
     seq_keys: tuple[str, ...] = ("input_ids", "input_mask", "segment_ids")

@@ -136,6 +136,14 @@ def _raw_scores(predictions, answers):
     return em, f1
 
 
+def squad_example_scores(predictions: Mapping[str, str], answers: Mapping[str, Sequence[str]]) -> dict:
+    """Per question, in the order of sorted question ids: {"exact_match": 0/1, "f1": 0..1} (what squad_scores
+    averages, as fractions), for the tables' intervals over questions."""
+    em, f1 = _raw_scores(predictions, answers)
+    ids = sorted(em)
+    return {"exact_match": np.array([em[q] for q in ids], np.float64), "f1": np.array([f1[q] for q in ids], np.float64)}
+
+
 def squad_scores(predictions: Mapping[str, str], answers: Mapping[str, Sequence[str]], *,
                  v2: bool | None = None) -> dict:
     """{"exact_match": %, "f1": %, "total": n} as the official scripts report.

@@ -48,6 +48,7 @@ class SpanTask(DownstreamTask):
     seq_keys = ()
     ratios = {"task_loss": ("loss_sum", "count")}
     headline = "f1"
+    metric_scale = 100.0  # exact_match and f1 in percent, as SQuAD's scripts report them
     loss_terms = (LossTerm("loss_sum", "count"),)
 
     def __init__(self, name: str, source: str, *, version: int = 1, adapter=from_local_span, dev_splits=("validation",),
@@ -136,6 +137,23 @@ class SpanTask(DownstreamTask):
         else:
             preds = {"start_logits": outputs[0], "end_logits": outputs[1]}
         return counts, {**preds, "index": batch["example_index"]}
+
+    def example_scores(self, predictions, features) -> dict:
+        """Per question (sorted ids), for the tables: {"score_f1": 0..1, "score_exact_match": 0/1}, the scores
+        finalize averages (v2: answered with the null threshold, as its f1)."""
+        texts = self._texts(predictions, features)
+        return {f"score_{k}": v for k, v in M.squad_example_scores(texts, features.answers).items()}
+
+    def _texts(self, predictions, features) -> dict:
+        keep = predictions["index"] >= 0
+        order = np.argsort(predictions["index"][keep])
+        rows = {k: np.asarray(v)[keep][order] for k, v in predictions.items() if k != "index"}
+        if self.version == 2:
+            texts, _ = squad.decode_v2(features.meta, rows, n_best_size=self.n_best_size,
+                                       max_answer_length=self.max_answer_length, null_threshold=self.null_threshold)
+            return texts
+        return squad.decode_v1(features.meta, rows["start_logits"], rows["end_logits"], n_best_size=self.n_best_size,
+                               max_answer_length=self.max_answer_length)
 
     def finalize(self, sums, predictions, split, features=None):
         if features is None:
