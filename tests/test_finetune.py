@@ -259,3 +259,34 @@ def test_init_from_an_hf_bert_classifier_reuses_its_head_when_labels_match(tmp_p
     with caplog.at_level("WARNING", logger="albert_jax"):
         ft.adopt_hf_head(make_task("rt_sentiment"), other, reset_head=False)
     assert other.head is None and "it has 3 labels, task rt_sentiment has 2" in caplog.text
+
+
+@pytest.mark.parametrize("family", ["albert", "bert"])
+def test_init_from_an_hf_token_classifier_without_a_pooler(tmp_path, family):
+    """HF builds a *ForTokenClassification body without a pooler: as init= it gives its encoder (it was refused as
+    "missing pooler" keys) and its classifier to a tagging task with as many tags."""
+    import torch
+    import transformers
+
+    from albert_jax.tasks.tagging import TaggingTask
+
+    torch.manual_seed(0)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
+    kw = dict(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+              max_position_embeddings=64, num_labels=4)
+    if family == "albert":
+        model = transformers.AlbertForTokenClassification(transformers.AlbertConfig(embedding_size=16, **kw))
+    else:
+        model = transformers.BertForTokenClassification(transformers.BertConfig(**kw))
+    model.save_pretrained(tmp_path / "tok")
+    (tmp_path / "tok" / "vocab.txt").write_text("\n".join(words) + "\n")
+    if family == "albert":  # an ALBERT directory's tokenizer: a SentencePiece model of our own
+        from albert_jax.data.tokenization import train_tokenizer
+        train_tokenizer(tmp_path / "tok" / "spiece", sentences=[" ".join(words[5:])] * 50, vocab_size=len(words),
+                        hard_vocab_limit=False, seed=0)
+    src = ft.resolve_init(str(tmp_path / "tok"))
+    assert "pooler" not in src.encoder()
+    task = TaggingTask("four_tags", "four_tags", ("A", "B", "C", "D"))
+    ft.adopt_hf_head(task, src, reset_head=False)
+    params = ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)
+    np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]), model.classifier.weight.detach().numpy().T)

@@ -92,7 +92,18 @@ def _check_keys(sd: dict[str, np.ndarray], plan: list[_Entry], what: str) -> Non
         raise ConversionError(f"{what}: {len(bad)} shape mismatch(es): " + "; ".join(bad[:12]) + hint)
 
 
-def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head: str) -> dict:
+def _without_absent_pooler(sd: dict, plan: list[_Entry]) -> tuple[list[_Entry], bool]:
+    """HF builds the body of a token-classification or QA model without a pooler (add_pooling_layer=False): when
+    the checkpoint has none, the plan's pooler entries go and the tree comes back without one (fine-tuning then
+    starts a fresh pooler and says so: runs/finetune._merge)."""
+    pooler = [e for e in plan if "pooler" in e.path]
+    if pooler and not any(e.hf_key in sd for e in pooler):
+        return [e for e in plan if "pooler" not in e.path], True
+    return plan, False
+
+
+def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head: str,
+          skip_pooler: bool = False) -> dict:
     """Scatter the checked HF tensors into freshly allocated arrays of the model's own shapes.
 
     Returns jax arrays (config.param_dtype), not numpy: the scanned encoder indexes the shared parameters with
@@ -103,7 +114,7 @@ def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head
     import jax.numpy as jnp
     from flax import traverse_util
 
-    targets = _target_shapes(cfg, head)
+    targets = {p: v for p, v in _target_shapes(cfg, head).items() if not (skip_pooler and "pooler" in p)}
     arrays = {path: np.zeros(shape, dtype) for path, (shape, dtype) in targets.items()}
     filled: dict[tuple, int] = {}
     stack_rank: dict[tuple, int] = {}
@@ -181,9 +192,9 @@ def hf_to_params(state_dict: dict, config: AlbertConfig, heads: bool | None = No
                                   and b is not None and not np.any(b)):
             raise ConversionError(f"{what}: the config has no embedding projection (embedding_projection=False) "
                                   f"but {pre}{_PROJ} is not an identity mapping; use embedding_projection=True")
-    plan = _albert_plan(config, heads)
+    plan, no_pooler = _without_absent_pooler(sd, _albert_plan(config, heads))
     _check_keys(sd, plan, what)
-    return _fill(sd, plan, config, "pretraining" if heads else "model")
+    return _fill(sd, plan, config, "pretraining" if heads else "model", skip_pooler=no_pooler)
 
 
 def _infer_head(params: dict) -> str:
@@ -388,8 +399,9 @@ def bert_to_params(state_dict: dict, config: AlbertConfig) -> dict:
         if key.startswith(("cls.", "classifier.")):  # heads: BERT-shaped MLM/NSP, or a task's (hf_task_head)
             continue
         sd[key[len("bert."):] if key.startswith("bert.") else key] = value
+    plan, no_pooler = _without_absent_pooler(sd, plan)
     _check_keys(sd, plan, "BERT checkpoint")
-    return _fill(sd, plan, config, "model")
+    return _fill(sd, plan, config, "model", skip_pooler=no_pooler)
 
 
 def load_bert_safetensors(path_or_dir, *, config: AlbertConfig | None = None,
