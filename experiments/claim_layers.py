@@ -12,6 +12,7 @@ and would hide what sharing does. So the brackets (not-shared, all-shared) are T
 sweep under the same --runs links them instead of training them again. HF cannot express a sharing map:
 these rows export with `--to params`.
 """
+from albert_jax.ablations.evidence import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 from albert_jax.config import share_layers
@@ -32,5 +33,11 @@ def rows(scale):
 EXPERIMENT = Experiment(
     name="claim_layers", title="Claim (a): sharing shallow layers hurts most, sharing deep ones barely matters",
     reading="source: sharing layers 1-3 costs the most quality while sharing layers 9-12 costs almost none",
-    columns=("params",), rows=rows)
+    columns=("params",), rows=rows,
+    checks=(
+        Check("sharing the deep layers costs less than sharing the shallow ones", "ft:rt_sentiment",
+              "share the deep layers", "share the shallow layers", "higher"),
+        Check("sharing the deep layers costs less than sharing the shallow ones (held-out MLM, ours)",
+              "eval/mlm_accuracy", "share the deep layers", "share the shallow layers", "higher"),
+    ))
 get_config = config_getter("claim_layers")
