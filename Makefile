@@ -64,10 +64,11 @@ $(BEAM_STAMP): requirements.txt requirements.lock requirements-beam.txt requirem
 
 beam: $(BEAM_STAMP)
 
-# The Beam pipeline's tests (marker `beam`), in the Beam venv: the same records as the local path on a real corpus,
+# The Beam pipeline's tests (tests/test_beam.py, marker `beam`; the other files need torch, which this venv lacks),
+# in the Beam venv: the same records as the local path on a real corpus,
 # at 1 and 2 workers. CI runs it after `make test-sweeps` (.ci/run).
 test-beam: data $(BEAM_STAMP)
-	$(VENV_BEAM)/bin/python -m pytest tests -m beam -p no:cacheprovider --durations=10
+	$(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -m beam -p no:cacheprovider --durations=10
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
