@@ -274,8 +274,14 @@ def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
         notes.append(f"Paper columns without ours ({', '.join(unmeasured)}): GLUE/SQuAD/RACE are TFDS catalog "
                      "tasks that need the network; add them to the experiment's fine-tuning tasks where it is "
                      "reachable.")
-    notes.append("Ours: intrinsic accuracies (%) from each row's final held-out evaluation; fine-tuning: dev "
-                 "accuracy (%) of the best dev checkpoint. Architecture at this scale: " +
+    metrics: dict = {}
+    for r in records:
+        for t in exp.finetune:
+            if (r["finetune"].get(t) or {}).get("metric"):
+                metrics.setdefault(t, r["finetune"][t]["metric"])
+    measured = ", ".join(f"{t} {m}" for t, m in metrics.items()) or "its headline metric"
+    notes.append("Ours: intrinsic accuracies (%) from each row's final held-out evaluation; fine-tuning: the dev "
+                 f"score (%: {measured}) of the best dev checkpoint. Architecture at this scale: " +
                  "; ".join(f"{r['row']}: {describe_arch(r['arch'])}" for r in records if r["arch"]) + ".")
     notes += baseline_lines(exp, records)
     readings = check_readings(exp, records)
