@@ -20,7 +20,6 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -70,9 +69,8 @@ class _FileRecords:
         if self._tokenizer is None:
             self._tokenizer = load_tokenizer(self.config.tokenizer)
         cfg = ptd.PretrainingConfig(**json.loads(self.config.pretraining))
-        stats = Counter()
         for i, rec in enumerate(ptd.shard_records(shard, path, cfg, self.config.seed, self._tokenizer,
-                                                  self.config.zh_masking, stats)):
+                                                  self.config.zh_masking)):
             yield f"{shard:05d}-{i:010d}", {"shard": shard, "index": i, "record": encode_record(rec)}
 
 
@@ -111,41 +109,37 @@ def builder_for(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pretraini
     return PretrainingInstances(config=config, data_dir=str(output_dir))
 
 
-def pipeline_options(flags: list[str], workers: int):
-    """Beam options: the user's flags; with no --runner among them, the Python FnApiRunner in multi-processing
-    mode over `workers` processes (no Prism download)."""
+def runner_and_options(input_files, beam_options: str, workers: int):
+    """(runner, PipelineOptions) for the user's Beam flags, after checking that Beam and the inputs exist: with
+    no --runner among the flags, the Python FnApiRunner in multi-processing mode over `workers` processes (no
+    Prism download); otherwise None, and Beam picks the runner the flags name."""
+    import shlex
+
+    beam_module()  # before any work: without Beam, say how to get it
+    for f in input_files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"input {f} does not exist")
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    if not any(f.startswith("--runner") for f in flags):
-        flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
-    return PipelineOptions(flags)
-
-
-def default_runner(flags: list[str]):
+    flags = shlex.split(beam_options)
     if any(f.startswith("--runner") for f in flags):
-        return None
+        return None, PipelineOptions(flags)
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    return FnApiRunner()
+    flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
+    return FnApiRunner(), PipelineOptions(flags)
 
 
 def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig = ptd.PretrainingConfig(),
                      *, seed: int = 12345, zh_masking: str = "char", beam_options: str = "", workers: int = 1) -> dict:
     """Build the records with Beam into `output_dir` (a TFDS data_dir) and write `pretraining_data.json` there,
     which `data.instances` reads like the local path's; returns that summary."""
-    import shlex
-
     from albert_jax.data.tokenization import load_tokenizer
 
-    beam_module()  # before any work: without Beam, say how to get it
-    for f in input_files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"pretraining-data input {f} does not exist")
+    runner, options = runner_and_options(input_files, beam_options, workers)
     tokenizer = load_tokenizer(tokenizer_path)
-    flags = shlex.split(beam_options)
     builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking)
-    dl = tfds.download.DownloadConfig(beam_runner=default_runner(flags),
-                                      beam_options=pipeline_options(flags, workers))
-    builder.download_and_prepare(download_config=dl)
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(beam_runner=runner,
+                                                                              beam_options=options))
     files = [str(p) for p in sorted(Path(builder.data_dir).glob("*-train.array_record-*"))]
     summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format="tfds", tfds_dir=str(builder.data_dir), files=files,
@@ -175,16 +169,11 @@ def sample_with_beam(input_files, size: int, output, seed: int = 0, *, beam_opti
     """Write data/sentence_sample.local_sample's sample to `output`, drawn by a Beam pipeline: every sentence
     keyed, the `size` smallest keys kept by a combiner (at most `size` sentences per worker), one sentence a line
     in key order (one text element, written as one file: WriteToText reaches any filesystem Beam knows)."""
-    import shlex
-
-    beam = beam_module()
     if size < 1:
         raise ValueError(f"sample size {size}: at least 1")
-    for f in input_files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"sample input {f} does not exist")
-    flags = shlex.split(beam_options)
-    with beam.Pipeline(runner=default_runner(flags), options=pipeline_options(flags, workers)) as p:
+    runner, options = runner_and_options(input_files, beam_options, workers)
+    beam = beam_module()
+    with beam.Pipeline(runner=runner, options=options) as p:
         _ = (p | beam.Create([(i, os.path.abspath(f)) for i, f in enumerate(input_files)])
              | beam.FlatMap(_KeyedSentences(seed))
              | beam.combiners.Top.Smallest(size)

@@ -407,7 +407,8 @@ def prepare(config) -> PretrainData:
         evals[task] = _instances(heldout, tokenizer, root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
                                  cfg, d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
-               "tokenizer": tokenizer_kind(d), "zh_masking": zh_masking, "train_shards": train, "eval_shards": evals, "pretraining": dataclasses.asdict(train_cfg)}
+               "tokenizer": tokenizer_kind(d), "zh_masking": zh_masking, "train_shards": train, "eval_shards": evals,
+               "pretraining": dataclasses.asdict(train_cfg)}
     masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
                            ngram=d.ngram)
     from albert_jax.tasks.pretraining.packing import DEFAULTS
