@@ -18,8 +18,7 @@ from __future__ import annotations
 import ml_collections
 
 from albert_jax.configs import overrides as A
-
-DEFAULTS = {"teacher": "", "temperature": 2.0, "alpha": 0.5, "hidden_weight": 0.0}
+from albert_jax.configs import schema
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -28,12 +27,12 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     from albert_jax.configs.loader import load_config
 
     args = A.split_arg(arg)
-    mine = {k: args.pop(k) for k in list(args) if k in DEFAULTS}
+    mine = {k: args.pop(k) for k in list(args) if k in schema.DISTILL}
     # The fine-tuning config beside this file is the whole run; distillation adds only its own section.
     finetune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune.py")
     c = load_config(finetune + ":" + ",".join(f"{k}={v}" for k, v in args.items()))
     c.experiment, c.arg = "distill", arg
-    c.distill = ml_collections.ConfigDict(DEFAULTS)
+    c.distill = schema.section(schema.DISTILL)
     for key, raw in mine.items():
         A.set_field(c, f"distill.{key}", raw)
     return c

@@ -27,10 +27,8 @@ import ml_collections
 
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
+from albert_jax.configs import schema
 from albert_jax.configs.scales import SCALES, SMOKE_MODEL
-from albert_jax.training.optim import WEIGHT_DECAY
-
-from albert_jax.runs.validate import KNOBS  # noqa: E402  (one owner)
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -51,22 +49,21 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
                          f"{', '.join(LOCAL)}; TFDS catalog tasks: {', '.join(CATALOG)}")
     task = make_task(task_name)
     row = protocol(task.table14)
+    # Every field's type, default and role: albert_jax/configs/schema.py. Here: the values that depend on the scale.
+    by_scale = lambda smoke, cpu, paper: {"smoke": smoke, "cpu": cpu, "paper": paper}[scale]  # noqa: E731
     c = ml_collections.ConfigDict()
     c.experiment, c.arg, c.scale = "finetune", arg, scale
-    c.task = task_name
-    c.init = args.pop("init", "random")
-    c.init_step = 0  # 0: the source's best (fine-tuning) or latest (pretraining) checkpoint
-    c.reset_head = False  # a fine-tuned source's head is reused for the same task; true starts a new one
-    # default: the task's own head; pabee: a classifier after every layer, patience-based early exit
-    # (albert_jax/tasks/early_exit.py, docs/compression.md).
-    c.head = args.pop("head", "default")
-    # 0: the source's depth; k: apply an all-shared source's layer k times (its weights serve any depth).
-    c.depth = A.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0
-    c.num_seeds = {"smoke": 1, "cpu": 3, "paper": 5}[scale]
-    if "seeds" in args:
-        c.num_seeds = A.parse_value("seeds", args.pop("seeds"), int)
-        if c.num_seeds < 1:
-            raise ValueError(f"seeds={c.num_seeds}: must be an integer >= 1")
+    num_seeds = A.parse_value("seeds", args.pop("seeds"), int) if "seeds" in args else by_scale(1, 3, 5)
+    if num_seeds < 1:
+        raise ValueError(f"seeds={num_seeds}: must be an integer >= 1")
+    c.update(schema.section(
+        schema.FINETUNE_TOP, task=task_name, init=args.pop("init", "random"),
+        # default: the task's own head; pabee: a classifier after every layer, patience-based early exit
+        # (albert_jax/tasks/early_exit.py, docs/compression.md).
+        head=args.pop("head", "default"),
+        # 0: the source's depth; k: apply an all-shared source's layer k times (its weights serve any depth).
+        depth=A.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0,
+        num_seeds=num_seeds))
 
     model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
     base = preset(model_preset, **(SMOKE_MODEL if model_preset == "smoke" else {}))
@@ -78,40 +75,32 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         c.model = section
         c.model.vocab_size = 0  # 0: the tokenizer's
     else:
-        c.model = ml_collections.ConfigDict({k: section[k] for k in KNOBS})
+        c.model = ml_collections.ConfigDict({k: section[k] for k in schema.FINETUNE_MODEL_KNOBS})
     c.model_preset = model_preset
 
-    c.data = ml_collections.ConfigDict()
-    c.data.max_seq_length = {"smoke": 64, "cpu": min(task.max_seq_length, 128), "paper": row.max_seq_length}[scale]
-    c.data.tokenizer = ""  # empty: the init source's; a .model file or a directory holding one
-    c.data.limit = 256 if scale == "smoke" else 0  # examples per split (0: all)
-    # Length bucketing (albert_jax/data/bucketing.py): each batch is cut to the shortest of these padded lengths
-    # that holds its longest row: 'auto' (16, 32, 64, ... max_seq_length), 'off', or a list such as '32,64,96'.
-    # Exact (the same losses and metrics as full-length batches); one compiled step per length. Off at the smoke
-    # scale: a run of 12 steps on 256 examples is compile time, and every extra length is one more compile.
-    c.data.buckets = "off" if scale == "smoke" else "auto"
-
-    c.train = ml_collections.ConfigDict()
-    c.train.optimizer = "adamw"  # the official fine-tuning optimizer
-    c.train.learning_rate = {"smoke": 1e-4, "cpu": 1e-4, "paper": row.learning_rate}[scale]
-    c.train.batch_size = {"smoke": 16, "cpu": 32, "paper": row.batch_size}[scale]
-    c.train.num_train_steps = {"smoke": 12, "cpu": 400, "paper": row.num_train_steps}[scale]
-    c.train.warmup_steps = {"smoke": 2, "cpu": 40, "paper": row.warmup_steps}[scale]
-    c.train.weight_decay = WEIGHT_DECAY
-    c.train.grad_accum_steps = 1
-    c.train.log_every = {"smoke": 4, "cpu": 50, "paper": 100}[scale]
-    c.train.eval_every = {"smoke": 6, "cpu": 100, "paper": 1000}[scale]
-    c.train.eval_batches = 0  # 0: every dev example
-    c.train.checkpoint_every = {"smoke": 12, "cpu": 200, "paper": 2000}[scale]
-    c.train.keep_checkpoints = 1
-    c.train.seed = 0  # seeds are seed, seed+1, ...
-    c.train.peak_flops = 0.0
-    # Resuming with changed steps/learning rate/warmup/batch/accumulation/weight decay is refused unless true; the
-    # change is then recorded in config.json "changes" (docs/training.md, "What a run guarantees").
-    c.train.allow_changed_schedule = False
-
-    c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
-    c.distributed = ml_collections.ConfigDict(dict(coordinator="", num_processes=0, process_id=-1))
+    c.data = schema.section(
+        schema.FINETUNE_DATA,
+        max_seq_length=by_scale(64, min(task.max_seq_length, 128), row.max_seq_length),
+        limit=256 if scale == "smoke" else 0,  # examples per split (0: all)
+        # Length bucketing (albert_jax/data/bucketing.py): each batch is cut to the shortest of these padded lengths
+        # that holds its longest row: 'auto' (16, 32, 64, ... max_seq_length), 'off', or a list such as '32,64,96'.
+        # Exact (the same losses and metrics as full-length batches); one compiled step per length. Off at the smoke
+        # scale: a run of 12 steps on 256 examples is compile time, and every extra length is one more compile.
+        buckets="off" if scale == "smoke" else "auto")
+    c.train = schema.section(
+        schema.FINETUNE_TRAIN,
+        optimizer="adamw",  # the official fine-tuning optimizer
+        learning_rate=by_scale(1e-4, 1e-4, row.learning_rate),
+        batch_size=by_scale(16, 32, row.batch_size),
+        num_train_steps=by_scale(12, 400, row.num_train_steps),
+        warmup_steps=by_scale(2, 40, row.warmup_steps),
+        log_every=by_scale(4, 50, 100),
+        eval_every=by_scale(6, 100, 1000),
+        eval_batches=0,  # 0: every dev example
+        checkpoint_every=by_scale(12, 200, 2000),
+        keep_checkpoints=1)
+    c.mesh = schema.section(schema.MESH)
+    c.distributed = schema.section(schema.DISTRIBUTED)
     model_args = {k: args.pop(k) for k in list(args) if k.startswith("model.")}
     if args:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: task, init, scale, seeds, preset, "

@@ -17,8 +17,8 @@ from __future__ import annotations
 import ml_collections
 
 from albert_jax.config import model_section, preset
-from albert_jax.configs import added_fields
 from albert_jax.configs import overrides as A
+from albert_jax.configs import schema
 from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_MODEL
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
@@ -46,60 +46,36 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.model.vocab_size = 0
     model_args = {SHORTHANDS.get(k, k): args.pop(k) for k in list(args) if k in SHORTHANDS or k.startswith("model.")}
 
-    c.data = ml_collections.ConfigDict()
-    # or albert_pretrain_en/with_news, albert_pretrain_zh, text_corpus/<name> (+ corpus_paths)
-    c.data.corpus = "albert_pretrain_zh" if zh else "albert_pretrain_en"
-    c.data.corpus_paths = ""  # for text_corpus/<name>: comma-separated files in the official format
-    c.data.held_out_fraction = 0.01  # text_corpus: share of documents for validation (and as much for test)
-    c.data.spm_model = ""  # empty: train one on the corpus (cached by corpus and vocab size)
-    # The fields added since the first runs (packing and its knobs, instances, eval_instances, tokenizer_kind,
-    # wordpiece_vocab, zh_masking): their defaults and documentation are in albert_jax/configs/added_fields.py.
-    for field, default in added_fields.PRETRAIN_DATA.items():
-        setattr(c.data, field, default)
-    if zh:
-        c.data.tokenizer_kind = "wordpiece"
-    c.data.zh_masking = args.pop("zh_masking", c.data.zh_masking)
-    # zh: BERT-Chinese's 21,128 at the paper scale; People's Daily 1998-01 supports about 6,000 WordPiece tokens.
-    c.data.vocab_size = (21128 if scale == "paper" else 8000) if zh else DEFAULT_VOCAB[scale]
-    c.data.lower = True
-    c.data.task = args.pop("task", "sop")  # sop | nsp | none
-    # smoke/cpu: short sequences (about one sentence per segment) make SOP learnable within minutes on a CPU.
-    c.data.max_seq_length = 512 if scale == "paper" else 64
-    c.data.max_predictions_per_seq = 20
-    c.data.masked_lm_prob = 0.15
-    c.data.short_seq_prob = 0.1
-    c.data.ngram = 3
-    c.data.dupe_factor = 40 if scale == "paper" else 2
-    c.data.masking = "static"  # static (official, precomputed dupe_factor times) or dynamic (per epoch)
-    # 0: every document. The cpu scale reads the whole English mix (2,243 train documents, 6.8M tokens at vocab
-    # 4,000): its held-out text then makes 2,106 balanced SOP pairs (issue 24 asks for >= 2,000); smoke stays small.
-    c.data.max_docs = 400 if scale == "smoke" else 0
-    c.data.seed = 12345
-
-    c.train = ml_collections.ConfigDict()
+    # Every field's type, default and role: albert_jax/configs/schema.py. Here: the values that depend on the scale.
     by_scale = lambda smoke, cpu, paper: {"smoke": smoke, "cpu": cpu, "paper": paper}[scale]  # noqa: E731
-    c.train.batch_size = by_scale(8, 64, 4096)
-    # cpu: the recipe study's choice (docs/reproduction.md, "Choosing the cpu scale"): ~12 minutes on 2 cores.
-    c.train.num_train_steps = by_scale(4, 3000, 125_000)
-    c.train.optimizer = "lamb"
-    c.train.learning_rate = by_scale(0.01, 0.01, 0.00176)  # cpu: a small batch tolerates a larger LAMB rate
-    c.train.warmup_steps = by_scale(1, 200, 3125)
-    c.train.grad_accum_steps = 1
-    c.train.log_every = by_scale(2, 50, 100)
-    c.train.eval_every = by_scale(4, 375, 5000)  # cpu: 8 points on the learning curve
-    c.train.eval_batches = by_scale(1, 0, 100)  # cpu: every held-out pair (0: the whole set)
-    c.train.checkpoint_every = by_scale(4, 500, 5000)
-    c.train.keep_checkpoints = 3
-    c.train.seed = 0
-    c.train.init_from = ""  # another run's workdir to start from (when this workdir has no checkpoint)
-    c.train.init_mode = "copy"  # copy | group0 (official --init_from_group0) | deeper (warm start, Table 11)
-    c.train.peak_flops = 0.0  # per device; 0: look the device kind up (CPU: unknown unless set)
-    # Resuming with changed steps/learning rate/warmup/batch/accumulation/weight decay is refused unless true; the
-    # change is then recorded in config.json "changes" (docs/training.md, "What a run guarantees").
-    c.train.allow_changed_schedule = False
-
-    c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
-    c.distributed = ml_collections.ConfigDict(dict(coordinator="", num_processes=0, process_id=-1))
+    c.data = schema.section(
+        schema.PRETRAIN_DATA,
+        corpus="albert_pretrain_zh" if zh else "albert_pretrain_en",
+        # zh: BERT-Chinese's 21,128 at the paper scale; People's Daily 1998-01 supports about 6,000 WordPiece tokens.
+        vocab_size=(21128 if scale == "paper" else 8000) if zh else DEFAULT_VOCAB[scale],
+        tokenizer_kind="wordpiece" if zh else "spm",
+        **{k: args.pop(k) for k in ("task", "zh_masking") if k in args},  # the schema's defaults: sop, char
+        # smoke/cpu: short sequences (about one sentence per segment) make SOP learnable within minutes on a CPU.
+        max_seq_length=512 if scale == "paper" else 64,
+        dupe_factor=40 if scale == "paper" else 2,
+        # 0: every document. The cpu scale reads the whole English mix (2,243 train documents, 6.8M tokens at vocab
+        # 4,000): its held-out text then makes 2,106 balanced SOP pairs (issue 24 asks for >= 2,000).
+        max_docs=400 if scale == "smoke" else 0)
+    c.train = schema.section(
+        schema.PRETRAIN_TRAIN,
+        batch_size=by_scale(8, 64, 4096),
+        # cpu: the recipe study's choice (docs/reproduction.md, "Choosing the cpu scale"): ~12 minutes on 2 cores.
+        num_train_steps=by_scale(4, 3000, 125_000),
+        optimizer="lamb",
+        learning_rate=by_scale(0.01, 0.01, 0.00176),  # cpu: a small batch tolerates a larger LAMB rate
+        warmup_steps=by_scale(1, 200, 3125),
+        log_every=by_scale(2, 50, 100),
+        eval_every=by_scale(4, 375, 5000),  # cpu: 8 points on the learning curve
+        eval_batches=by_scale(1, 0, 100),  # cpu: every held-out pair (0: the whole set)
+        checkpoint_every=by_scale(4, 500, 5000),
+        keep_checkpoints=3)
+    c.mesh = schema.section(schema.MESH)
+    c.distributed = schema.section(schema.DISTRIBUTED)
     if args:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: scale, preset, embed, sharing, "
                          "task, lang, zh_masking, model.<field>")

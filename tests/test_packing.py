@@ -241,8 +241,9 @@ def test_packing_config_fields(tmp_path):
         validate(c, "pretrain", str(tmp_path))
     # A run recorded before the fields existed resumes with them at their defaults, and not with packing on.
     old = {"experiment": {"data": {"max_seq_length": 64}}}
-    from albert_jax.configs.added_fields import PRETRAIN_DATA
-    new = {"experiment": {"data": {"max_seq_length": 64, **PRETRAIN_DATA}}}  # every field added since
+    from albert_jax.configs.schema import ADDED_DEFAULTS
+    added = {k.split(".", 1)[1]: v for k, v in ADDED_DEFAULTS.items()}
+    new = {"experiment": {"data": {"max_seq_length": 64, **added}}}  # every field added since
     assert workdir.differences(old, new) == {}
     assert workdir.differences(old, {"experiment": {"data": {"max_seq_length": 64, "zh_masking": "jieba"}}})
     assert workdir.kind_of("experiment.data.packing") == "identity"

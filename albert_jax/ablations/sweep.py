@@ -31,10 +31,9 @@ from typing import Any, Iterable
 
 from albert_jax.ablations import registry as R
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
-from albert_jax.configs import added_fields
+from albert_jax.configs import schema
 from albert_jax.configs.overrides import split_arg
 from albert_jax.training import rundir
-from albert_jax.training import workdir as wdir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
 
@@ -99,13 +98,13 @@ def fingerprint(stage: Stage) -> str:
     c = jsonable(stage.config())
     for key in ("arg", "num_seeds"):
         c.pop(key, None)
-    for section, fields in wdir.SPEED_ONLY.items():
+    for section, fields in schema.SPEED_ONLY.items():
         for field in fields:
             c.get(section, {}).pop(field, None)
-    data = c.get("data", {})
-    for field in added_fields.FINGERPRINT_OMITS_AT_DEFAULT:
-        if data.get(field, added_fields.PRETRAIN_DATA[field]) == added_fields.PRETRAIN_DATA[field]:
-            data.pop(field, None)
+    for key, default in schema.FINGERPRINT_OMITS_AT_DEFAULT.items():
+        section, field = key.split(".")
+        if c.get(section, {}).get(field, default) == default:
+            c.get(section, {}).pop(field, None)
     blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -202,11 +201,11 @@ def random_init_sets(pretrain: Stage) -> list[str]:
     protocol's own) and vocab_size (the tokenizer's). The tokenizer is the corpus's cached SentencePiece model,
     the very file each pretraining run copies, so rows of one architecture have identical random-init stages and
     the sweep trains one and links the others."""
-    from albert_jax.runs.validate import KNOBS
     from albert_jax.tasks.pretraining.input import tokenizer_model_path
 
     c = pretrain.config()
-    sets = [f"model.{k}={_format(v)}" for k, v in c.model.items() if k not in KNOBS and k != "vocab_size"]
+    knobs = schema.FINETUNE_MODEL_KNOBS
+    sets = [f"model.{k}={_format(v)}" for k, v in c.model.items() if k not in knobs and k != "vocab_size"]
     return sets + [f"data.tokenizer={tokenizer_model_path(c.data)}"]
 
 

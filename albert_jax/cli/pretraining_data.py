@@ -45,8 +45,7 @@ class _WithDefaults(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def add_cli(subparsers) -> None:
-    from albert_jax.data.zh_segment import ZH_MASKING
-    from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS  # the owner (numpy, no jax)
+    from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
 
     p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
     sub = p.add_subparsers(dest="pretraining_data_command", required=True)

@@ -1,9 +1,10 @@
 """The one typed override parser: experiment arguments (`scale=smoke,model.sharing=ffn`) and `--set k=v`.
 
-Every value is parsed against the type of the field it sets, never guessed from its spelling: `--set
-model.embedding_size=256` stays an int, `train.learning_rate=1e-3` a float, a bool field takes only true/false,
-an int field refuses `true` and `2.5`. Fields declared `X | None` (e.g. `model.embedding_projection`) also take
-`none`. A wrong key names the section's fields; a wrong value names the field, the value and the type.
+Every value is parsed against the type of the field it sets, never guessed from its spelling: the type
+configs/schema.py declares (AlbertConfig's for the model section). `--set model.embedding_size=256` stays an int,
+`train.learning_rate=1e-3` a float, a bool field takes only true/false, an int field refuses `true` and `2.5`.
+Fields declared `X | None` (e.g. `model.embedding_projection`) also take `none`. A wrong key names the section's
+fields; a wrong value names the field, the value and the type.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import dataclasses
 import types
 import typing
 from typing import Any
+
+from albert_jax.configs import schema
 
 
 class ConfigError(ValueError):
@@ -102,6 +105,8 @@ def field_types(dataclass_type) -> dict[str, tuple[tuple[type, ...], bool]]:
     return {f.name: _allowed_types(hints[f.name]) for f in dataclasses.fields(dataclass_type)}
 
 
+_KINDS = {"bool": bool, "int": int, "float": float, "str": str}
+
 # Sections whose fields mirror a dataclass: their types come from its annotations (so None-able fields work).
 _SECTION_TYPES: dict[str, Any] = {}
 
@@ -124,8 +129,11 @@ def set_field(config, key: str, raw: str) -> None:
         raise OverrideError(f"{key}: no field {leaf!r}; fields are "
                             f"{sorted(k for k in node.keys() if not hasattr(node[k], 'keys'))}")
     section_types = _SECTION_TYPES.get(".".join(parents), {})
+    declared = schema.FIELDS.get(key.strip())
     if leaf in section_types:
         kinds, nullable = section_types[leaf]
+    elif declared is not None:
+        kinds, nullable = (_KINDS[declared.kind],), declared.nullable
     elif node[leaf] is None:
         raise OverrideError(f"{key}: the field is unset (None) and has no declared type")
     else:

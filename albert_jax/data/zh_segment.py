@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import sys
 
-ZH_MASKING = ("char", "jieba", "gold")
+from albert_jax.configs.schema import ZH_MASKING
 
 
 def is_cjk(ch: str) -> bool:

@@ -28,7 +28,7 @@ from flax import linen as nn
 from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
 from albert_jax.runs import validate
-from albert_jax.runs.validate import KNOBS
+from albert_jax.configs.schema import FINETUNE_MODEL_KNOBS as KNOBS
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt

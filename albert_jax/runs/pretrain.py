@@ -13,6 +13,7 @@ from flax import linen as nn
 
 from albert_jax import sharding as shd
 from albert_jax.config import AlbertConfig, model_from_section
+from albert_jax.configs import schema
 from albert_jax.runs import validate
 from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
@@ -61,7 +62,7 @@ def warm_start_params(source_workdir: str, mode: str, model_cfg):
         return init_tricks.init_from_group0(params, src_cfg, model_cfg)
     if mode == "deeper":
         return init_tricks.warm_start_deeper(params, src_cfg, model_cfg)
-    raise ValueError(f"train.init_mode={mode!r}: allowed {', '.join(validate.INIT_MODES)}")
+    raise ValueError(f"train.init_mode={mode!r}: allowed {', '.join(schema.INIT_MODES)}")
 
 
 def init_distributed(config) -> None:

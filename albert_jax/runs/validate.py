@@ -23,120 +23,19 @@ import math
 import os
 import re
 import tempfile
-from typing import Any, Callable
+from typing import Any
 
 from albert_jax.config import AlbertConfig, ConfigError
-from albert_jax.configs.added_fields import PRETRAIN_DATA, data_field
+from albert_jax.configs import schema
 from albert_jax.configs.scales import DEFAULT_VOCAB
-from albert_jax.tasks.early_exit import HEADS
-from albert_jax.data.zh_segment import ZH_MASKING
-from albert_jax.tasks.pretraining.instances import MASKING, SENTENCE_TASKS
+from albert_jax.configs.schema import Field, data_field
 from albert_jax.training import rundir
-from albert_jax.training.optim import OPTIMIZERS
 
 log = logging.getLogger("albert_jax.config")
 
 KINDS = ("pretrain", "finetune")
-INIT_MODES = ("copy", "group0", "deeper")
-# Model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
-KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype", "param_dtype",
-         "scan_layers", "remat_policy")
-# Top-level fields that only describe how the config was made (the driver does not read them).
-_DESCRIPTIVE = ("experiment", "arg", "scale", "model_preset")
-
-
-@dataclasses.dataclass(frozen=True)
-class Field:
-    kind: str  # int | float | str | bool
-    check: Callable[[Any], bool] | None = None
-    allowed: str = ""  # what `check` accepts, in words
-    nullable: bool = False
-
-
-def _int(lo: int | None = None, hi: int | None = None, note: str = "") -> Field:
-    if lo is not None and hi is not None:
-        return Field("int", lambda v: lo <= v <= hi, f"an integer in {lo}..{hi}{note}")
-    if lo is not None:
-        return Field("int", lambda v: v >= lo, f"an integer >= {lo}{note}")
-    return Field("int", None, f"an integer{note}")
-
-
-def _float(lo: float = 0.0, *, strict: bool = False, hi: float | None = None, note: str = "") -> Field:
-    def ok(v):
-        if not math.isfinite(v):
-            return False
-        if (v <= lo) if strict else (v < lo):
-            return False
-        return hi is None or v <= hi
-    rng = (f"> {lo}" if strict else f">= {lo}") + (f" and <= {hi}" if hi is not None else "")
-    return Field("float", ok, f"a finite number {rng}{note}")
-
-
-def _choice(*allowed: str) -> Field:
-    return Field("str", lambda v: v in allowed, f"one of {', '.join(allowed)}")
-
-
-_STR = Field("str", None, "a string")
-_BOOL = Field("bool", None, "true or false")
-
-TRAIN_COMMON = {
-    "batch_size": _int(1),
-    "num_train_steps": _int(1),
-    "optimizer": _choice(*OPTIMIZERS),
-    "learning_rate": _float(0.0),
-    "warmup_steps": _int(0),
-    "grad_accum_steps": _int(1, note=" that divides train.batch_size"),
-    "log_every": _int(1, note=" (steps between logged metrics)"),
-    "eval_every": _int(1, note=" (steps between evaluations)"),
-    "eval_batches": _int(0, note=" (0: the whole eval set; N: at most N batches of each eval set)"),
-    "checkpoint_every": _int(1, note=" (steps between checkpoints)"),
-    "keep_checkpoints": _int(1),
-    "seed": _int(0),
-    "peak_flops": _float(0.0, note=" (0: look the device up)"),
-    "allow_changed_schedule": _BOOL,  # resume: accept changed steps / learning rate / batch (recorded)
-}
-MESH = {name: Field("int", lambda v: v == -1 or v >= 1, "-1 (all remaining devices) or an integer >= 1")
-        for name in ("data", "fsdp", "tensor")}
-DISTRIBUTED = {"coordinator": _STR, "num_processes": _int(0, note=" (0: from the environment)"),
-               "process_id": _int(-1, note=" (-1: from the environment)")}
-
-PRETRAIN = {
-    "train": {**TRAIN_COMMON, "init_from": _STR, "init_mode": _choice(*INIT_MODES)},
-    "train?": {"weight_decay": _float(0.0)},  # optional fields: read with a default
-    "data": {
-        "corpus": _STR, "corpus_paths": _STR, "held_out_fraction": _float(0.0), "spm_model": _STR,
-        "vocab_size": _int(14, note=" (the 5 special and 8 user-defined pieces come first)"), "lower": _BOOL,
-        "task": _choice(*SENTENCE_TASKS), "max_seq_length": _int(5, 65535), "max_predictions_per_seq": _int(1),
-        "masked_lm_prob": _float(0.0, hi=1.0), "short_seq_prob": _float(0.0, hi=1.0), "ngram": _int(1),
-        "dupe_factor": _int(1), "masking": _choice(*MASKING), "max_docs": _int(0, note=" (0: every document)"),
-        "seed": _int(0),
-    },
-    # optional: configs written before packing existed read the defaults (off)
-    "data?": {"instances": _STR, "eval_instances": _STR,
-              "tokenizer_kind": _choice("spm", "wordpiece"), "wordpiece_vocab": _STR,
-              "zh_masking": _choice(*ZH_MASKING),
-              "packing": _BOOL,
-              "packing_max_examples": _int(2, note=" (examples packed into one row at most)"),
-              "packing_max_predictions": _int(0, note=" (masked predictions per packed row; 0: "
-                                                     "data.max_predictions_per_seq)")},
-    "mesh": MESH,
-    "distributed": DISTRIBUTED,
-}
-FINETUNE = {
-    "": {"task": _STR, "init": _STR, "init_step": _int(0, note=" (0: the source's best or latest checkpoint)"),
-         "reset_head": _BOOL, "num_seeds": _int(1), "head": _choice(*HEADS),
-         "depth": _int(0, note=" (0: the init source's depth)")},
-    "train": {**TRAIN_COMMON, "weight_decay": _float(0.0)},
-    "data": {"max_seq_length": _int(5, 65535), "tokenizer": _STR, "limit": _int(0, note=" (0: every example)"),
-             "buckets": _STR},
-    "mesh": MESH,
-    "distributed": DISTRIBUTED,
-}
-
-# `albert-jax distill` is a fine-tuning run with this section more (runs/distill.py).
-DISTILL = {"teacher": _STR, "temperature": _float(0.0, strict=True),
-           "alpha": _float(0.0, hi=1.0, note=" (the soft targets' weight; 1 - alpha on the hard labels)"),
-           "hidden_weight": _float(0.0, note=" (0: no hidden-state matching)")}
+# Every field's type, allowed values, default and role: configs/schema.py.
+KNOBS = schema.FINETUNE_MODEL_KNOBS
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -196,20 +95,20 @@ class _Checker:
         self.warnings.append(message)
         log.warning("%s", message)
 
-    def section(self, name: str, fields: dict[str, Field], optional: dict[str, Field] | None = None) -> None:
+    def section(self, name: str, fields: dict[str, Field]) -> None:
+        """Check the section's fields as configs/schema.py declares them; a field the schema marks optional (added
+        since runs were first recorded, or never written) may be absent."""
         node = self.config if name == "" else _get(self.config, name)
         where = f"{name}." if name else ""
         if name and not hasattr(node, "keys"):
             raise ConfigError(f"the config has no {name!r} section (the {self.kind} driver reads {name}.*)")
         for field, spec in fields.items():
-            if field not in node:
-                raise ConfigError(f"{where}{field} is missing from the config (the {self.kind} driver reads it)")
-            check_field(where + field, node[field], spec)
-        for field, spec in (optional or {}).items():
             if field in node:
                 check_field(where + field, node[field], spec)
+            elif not spec.optional:
+                raise ConfigError(f"{where}{field} is missing from the config (the {self.kind} driver reads it)")
         if name:
-            known = set(fields) | set(optional or {})
+            known = set(fields)
             for field in _keys(node):
                 if field not in known:
                     self.warn(f"{where}{field} is not read by {self.kind}: it has no effect"
@@ -239,7 +138,8 @@ def check_model_section(section, vocab_size: int, fields=None) -> AlbertConfig:
         value = section[name]
         kind = {bool: "bool", int: "int", float: "float", str: "str"}[kinds[0]]
         if name == "vocab_size":
-            check_field("model.vocab_size", value, _int(0, note=" (0: the tokenizer's)"))
+            check_field("model.vocab_size", value,
+                        Field("int", lambda v: v >= 0, "an integer >= 0 (0: the tokenizer's)"))
             value = value or vocab_size
         else:
             check_field(f"model.{name}", value, Field(kind, None, "", nullable))
@@ -364,7 +264,7 @@ def _check_packing(c: _Checker, d) -> None:
     preds = data_field(d, "packing_max_predictions")
     if not data_field(d, "packing"):
         for field in ("packing_max_examples", "packing_max_predictions"):
-            if data_field(d, field) != PRETRAIN_DATA[field]:
+            if data_field(d, field) != schema.PRETRAIN_DATA[field].default:
                 c.warn(f"data.{field}={d[field]!r} has no effect: data.packing is false")
         return
     if preds and preds < d.max_predictions_per_seq:
@@ -407,10 +307,8 @@ def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
 
 def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     config = c.config
-    c.section("train", PRETRAIN["train"], PRETRAIN["train?"])
-    c.section("data", PRETRAIN["data"], PRETRAIN["data?"])
-    c.section("mesh", PRETRAIN["mesh"])
-    c.section("distributed", PRETRAIN["distributed"])
+    for name, fields in schema.PRETRAIN.items():
+        c.section(name, fields)
     d, t = config.data, config.train
     _check_train(c, t)
     _check_mesh(config.mesh)
@@ -495,13 +393,10 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
 
 def _validate_finetune(c: _Checker, workdir: str | None) -> None:
     config = c.config
-    c.section("", FINETUNE[""])
-    c.section("train", FINETUNE["train"])
-    c.section("data", FINETUNE["data"])
-    c.section("mesh", FINETUNE["mesh"])
-    c.section("distributed", FINETUNE["distributed"])
+    for name, fields in schema.FINETUNE.items():
+        c.section(name, fields)
     if "distill" in config:
-        c.section("distill", DISTILL)
+        c.section("distill", schema.DISTILL)
         if not config.distill.teacher:
             raise ConfigError("distill.teacher is empty: set it to a fine-tuning run of the same task (one seed's "
                               "workdir, e.g. runs/ft_teacher/seed-0)")
@@ -561,9 +456,9 @@ def validate(config, kind: str, workdir: str | None = None) -> list[str]:
     (_validate_pretrain if kind == "pretrain" else _validate_finetune)(c, workdir)
     if workdir is not None:
         check_workdir(workdir)
-    known = set(_DESCRIPTIVE) | {"model", "train", "data", "mesh", "distributed"}
+    known = set(schema.DESCRIPTIVE) | {"model"} | (set(schema.PRETRAIN) if kind == "pretrain" else set(schema.FINETUNE))
     if kind == "finetune":
-        known |= set(FINETUNE[""]) | {"distill"}
+        known |= set(schema.FINETUNE_TOP) | {"distill"}
     for field in _keys(config):
         if field not in known:
             c.warn(f"{field} is not read by {kind}: it has no effect{near(field, known)}")

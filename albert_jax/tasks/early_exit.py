@@ -18,11 +18,11 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from albert_jax.configs.schema import HEADS
 from albert_jax.modeling import AlbertForEarlyExit
 from albert_jax.tasks.base import TaskWrapper
 from albert_jax.tasks.classification import ClassificationTask, _row_weight
 
-HEADS = ("default", "pabee")
 
 
 def loss_weights(num_layers: int) -> np.ndarray:

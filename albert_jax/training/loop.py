@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from albert_jax import sharding as shd
+from albert_jax.configs import schema
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import examples, optim, rundir
 from albert_jax.training import metrics as mx
@@ -239,7 +240,7 @@ def _setup(run: Run, workdir: str) -> _Session:
 
     boxed = st.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
-                              weight_decay=t.get("weight_decay", optim.WEIGHT_DECAY),
+                              weight_decay=t.get("weight_decay", schema.WEIGHT_DECAY),
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
     train_step, eval_step = ts.jit_steps(task, model_cfg, tx, mesh, shardings, t.grad_accum_steps)

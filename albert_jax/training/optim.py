@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from albert_jax.configs.schema import OPTIMIZERS, WEIGHT_DECAY
+
 # The official `exclude_from_weight_decay` list (also its default `exclude_from_layer_adaptation`).
 OFFICIAL_EXCLUDE_PATTERNS = ("LayerNorm", "layer_norm", "bias")
 # Leaf names flax normalisation layers give their gain; matched exactly, on the last path component only.
@@ -189,12 +191,8 @@ def scale_by_layer_trust_ratio(
 # ----------------------------------------------------------------------------------------------------------------
 # The optimizer
 
-OPTIMIZERS = ("lamb", "adamw")
-
-
-# The official optimizers decay every weight but LayerNorm and biases by 0.01 (albert/optimization.py); the
-# pretraining and fine-tuning configs use it unless they set train.weight_decay.
-WEIGHT_DECAY = 0.01
+# The optimizers by name and the official weight decay (0.01, every weight but LayerNorm and biases) are declared
+# with the config fields that choose them (configs/schema.py).
 
 
 def make_optimizer(

@@ -6,8 +6,9 @@
   file's old contents are then simply overwritten. In a multi-process run process 0 takes the lock and every
   process learns the outcome.
 - `reconcile(old, new, ...)`: a resume compares the run's recorded config.json with the new one before anything
-  is written. A changed model, task or data (IDENTITY) is refused with the differing fields listed; a changed
-  schedule (SCHEDULE: steps, learning rate, warmup, batch, accumulation, weight decay) only with
+  is written. A changed model, task or data (role `identity` in configs/schema.py) is refused with the differing
+  fields listed; a changed schedule (role `schedule`: steps, learning rate, warmup, batch, accumulation, weight
+  decay) only with
   `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes` list. Fields
   that only say how the run is watched or laid out (logging, eval and checkpoint cadence, mesh, versions) may
   change freely and are recorded too.
@@ -26,29 +27,20 @@ from typing import Any
 import jax
 import numpy as np
 
-from albert_jax.configs import added_fields
+from albert_jax.configs import schema
 from albert_jax.training import rundir
 
 LOCK_NAME = "run.lock"
 
-# Prefixes of config.json keys (flattened with '.') that make a run what it is: its checkpoints belong to them.
-IDENTITY = ("model.", "task.", "data.", "init.", "experiment.experiment", "experiment.model.",
-            "experiment.model_preset", "experiment.data.", "experiment.task", "experiment.init", "experiment.init_step",
-            "experiment.reset_head", "experiment.train.optimizer", "experiment.train.seed")
-# Settings that change only speed and memory, never the checkpoint or the numbers: a run resumes across them, and a
-# sweep's stage fingerprint leaves them out (ablations/sweep.py). remat recomputes exactly; length bucketing cuts
-# padding exactly (data/bucketing.py).
-SPEED_ONLY = {"model": ("remat_policy",), "data": ("buckets",)}
-RUNTIME_MODEL_FIELDS = SPEED_ONLY["model"]
-RUNTIME_DATA_FIELDS = tuple(f"experiment.data.{k}" for k in SPEED_ONLY["data"])
-# Keys that change the rest of the trajectory but not what the checkpoint is: allowed with the flag.
-SCHEDULE = tuple(f"experiment.train.{k}" for k in ("num_train_steps", "learning_rate", "warmup_steps", "batch_size",
-                                                   "grad_accum_steps", "weight_decay"))
+# The experiment config's roles (identity, schedule, speed, free) and the fields added since runs were first recorded
+# are declared with its fields in configs/schema.py. Besides the experiment config, config.json records the
+# resolved run: its model, task, data and init sections are what the run is.
+RECORD_IDENTITY = ("model.", "task.", "data.", "init.")
+SCHEDULE = tuple(f"experiment.{k}" for k in schema.keys_with_role("schedule"))
 FLAG = "train.allow_changed_schedule"
 _NOT_COMPARED = ("changes",)
-# Experiment fields added since runs were first recorded, with the value that keeps the old behaviour: a
-# record without them reads as these (their owner: configs/added_fields.py).
-ADDED_DEFAULTS = {f"experiment.data.{k}": v for k, v in added_fields.PRETRAIN_DATA.items()}
+# A record without a field added since it was written reads the field's default.
+ADDED_DEFAULTS = {f"experiment.{k}": v for k, v in schema.ADDED_DEFAULTS.items()}
 
 
 class WorkdirError(ValueError):
@@ -150,15 +142,12 @@ def _comparable(key: str, value: Any) -> Any:
 
 def kind_of(key: str) -> str:
     """'identity' (refused), 'schedule' (needs the flag) or 'free' for a flattened config.json key."""
-    leaf = key.rsplit(".", 1)[-1]
-    if key.startswith(("model.", "experiment.model.")) and leaf in RUNTIME_MODEL_FIELDS:
-        return "free"
-    if key in RUNTIME_DATA_FIELDS:
-        return "free"
-    if any(key == p or key.startswith(p if p.endswith(".") else p + ".") for p in IDENTITY):
-        return "identity"
-    if key in SCHEDULE:
-        return "schedule"
+    if key.startswith(RECORD_IDENTITY):
+        speed = key.startswith("model.") and key.rsplit(".", 1)[-1] in schema.MODEL_SPEED
+        return "free" if speed else "identity"
+    if key.startswith("experiment."):
+        role = schema.role_of(key[len("experiment."):])
+        return role if role in ("identity", "schedule") else "free"
     return "free"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_jax.configs.added_fields import data_field
+from albert_jax.configs.schema import data_field
 from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd

@@ -42,10 +42,9 @@ import numpy as np
 from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
                                             read_records, shard_paths)
 from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines, load_tokenizer
-from albert_jax.data.zh_segment import ZH_MASKING, Segmenter
+from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
+from albert_jax.data.zh_segment import Segmenter
 
-SENTENCE_TASKS = ("sop", "nsp", "none")  # the inter-sentence losses (Table 5); "none" is MLM alone
-MASKING = ("static", "dynamic")  # masks written into the records, or drawn per epoch (DynamicMasking)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,265 @@
+"""The experiment config schema, declared once: every field of a pretraining, fine-tuning or distillation config.
+
+Each field says, in one place:
+- its type and allowed values: runs/validate.py checks a config against them, and configs/overrides.py parses an
+  experiment argument or `--set` value as that type;
+- its default: the experiment files build each section with `section(fields, **values)`, which writes the
+  defaults and takes the scale's own value for a field without one (REQUIRED);
+- its role on a resume and in a sweep: `identity` (the checkpoint belongs to it: a resume that changes it is
+  refused), `schedule` (a resume may change it with train.allow_changed_schedule=true), `speed` (changes only speed
+  and memory, exactly: a resume may change it and a sweep's stage fingerprint leaves it out) or `free` (how a run
+  is watched or laid out: logging, evaluation and checkpoint cadence, mesh). training/workdir.py and
+  ablations/sweep.py read these roles;
+- whether it was added after runs were first recorded (`added`): a recorded config without it reads its default
+  (resume, validation, data preparation: read such a field with `data_field`); `added="fingerprint"` also leaves it
+  out of a sweep's stage fingerprint at its default, so a stage trained before it existed is still found.
+
+The model section mirrors AlbertConfig (albert_jax/config.py), which declares its fields' types and defaults; this
+module gives only its roles (MODEL_SPEED) and the fields a fine-tuning run may change (FINETUNE_MODEL_KNOBS).
+The lists of allowed values below are the one owner of each (the modules that act on them import them).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import ml_collections
+
+# ------------------------------------------------------------------------------------------------ allowed values
+OPTIMIZERS = ("lamb", "adamw")
+# The official optimizers decay every weight but LayerNorm and biases by 0.01 (albert/optimization.py).
+WEIGHT_DECAY = 0.01
+SENTENCE_TASKS = ("sop", "nsp", "none")  # the inter-sentence losses (Table 5); "none" is MLM alone
+MASKING = ("static", "dynamic")  # masks written into the records, or drawn per epoch (DynamicMasking)
+ZH_MASKING = ("char", "jieba", "gold")  # Chinese whole words for the n-gram mask (data/zh_segment.py)
+TOKENIZER_KINDS = ("spm", "wordpiece")
+INIT_MODES = ("copy", "group0", "deeper")  # train.init_from: copy | official --init_from_group0 | Table 11's warm start
+HEADS = ("default", "pabee")  # a fine-tuning task's own head, or a classifier after every layer (early exit)
+ROLES = ("identity", "schedule", "speed", "free")
+
+REQUIRED = object()  # no default: the experiment file gives the value (it depends on the scale or the task)
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    kind: str  # int | float | str | bool
+    check: Callable[[Any], bool] | None = None
+    allowed: str = ""  # what `check` accepts, in words
+    nullable: bool = False
+    default: Any = REQUIRED
+    role: str = "free"
+    added: str = ""  # "" | "record" (old records lack it) | "fingerprint" (old fingerprints lack it too)
+    written: bool = True  # False: read with its default when absent, never written by the experiment files
+
+    @property
+    def optional(self) -> bool:
+        """A config may lack the field (it reads as the default)."""
+        return bool(self.added) or not self.written
+
+
+def _int(lo: int | None = None, hi: int | None = None, note: str = "", **kw) -> Field:
+    if lo is not None and hi is not None:
+        return Field("int", lambda v: lo <= v <= hi, f"an integer in {lo}..{hi}{note}", **kw)
+    if lo is not None:
+        return Field("int", lambda v: v >= lo, f"an integer >= {lo}{note}", **kw)
+    return Field("int", None, f"an integer{note}", **kw)
+
+
+def _float(lo: float = 0.0, *, strict: bool = False, hi: float | None = None, note: str = "", **kw) -> Field:
+    def ok(v):
+        if not math.isfinite(v):
+            return False
+        if (v <= lo) if strict else (v < lo):
+            return False
+        return hi is None or v <= hi
+    rng = (f"> {lo}" if strict else f">= {lo}") + (f" and <= {hi}" if hi is not None else "")
+    return Field("float", ok, f"a finite number {rng}{note}", **kw)
+
+
+def _choice(allowed: tuple[str, ...], **kw) -> Field:
+    return Field("str", lambda v: v in allowed, f"one of {', '.join(allowed)}", **kw)
+
+
+def _str(**kw) -> Field:
+    return Field("str", None, "a string", **kw)
+
+
+def _bool(**kw) -> Field:
+    return Field("bool", None, "true or false", **kw)
+
+
+# ------------------------------------------------------------------------------------------------ sections
+# Top-level fields that only describe how the config was made (the drivers do not read them).
+DESCRIPTIVE = {"experiment": _str(role="identity"), "arg": _str(), "scale": _str(),
+               "model_preset": _str(role="identity")}
+
+TRAIN_COMMON = {
+    "batch_size": _int(1, role="schedule"),
+    "num_train_steps": _int(1, role="schedule"),
+    "optimizer": _choice(OPTIMIZERS, role="identity"),
+    "learning_rate": _float(0.0, role="schedule"),
+    "warmup_steps": _int(0, role="schedule"),
+    "grad_accum_steps": _int(1, note=" that divides train.batch_size", default=1, role="schedule"),
+    "log_every": _int(1, note=" (steps between logged metrics)"),
+    "eval_every": _int(1, note=" (steps between evaluations)"),
+    "eval_batches": _int(0, note=" (0: the whole eval set; N: at most N batches of each eval set)"),
+    "checkpoint_every": _int(1, note=" (steps between checkpoints)"),
+    "keep_checkpoints": _int(1),
+    "seed": _int(0, default=0, role="identity"),  # fine-tuning: seeds are seed, seed+1, ...
+    "peak_flops": _float(0.0, note=" (0: look the device up)", default=0.0),  # per device, for MFU
+    # Resuming with a changed schedule is refused unless true; the change is then recorded in config.json
+    # "changes" (docs/training.md, "What a run guarantees").
+    "allow_changed_schedule": _bool(default=False),
+}
+_WEIGHT_DECAY = _float(0.0, default=WEIGHT_DECAY, role="schedule")
+
+MESH = {name: Field("int", lambda v: v == -1 or v >= 1, "-1 (all remaining devices) or an integer >= 1",
+                    default=default) for name, default in (("data", -1), ("fsdp", 1), ("tensor", 1))}
+DISTRIBUTED = {"coordinator": _str(default=""),
+               "num_processes": _int(0, note=" (0: from the environment)", default=0),
+               "process_id": _int(-1, note=" (-1: from the environment)", default=-1)}
+
+_ID = dict(role="identity")
+PRETRAIN_TRAIN = {
+    **TRAIN_COMMON,
+    "init_from": _str(default=""),  # another run's workdir to start from (when this workdir has no checkpoint)
+    "init_mode": _choice(INIT_MODES, default="copy"),
+    "weight_decay": dataclasses.replace(_WEIGHT_DECAY, written=False),  # the official 0.01 unless set
+}
+PRETRAIN_DATA = {
+    # albert_pretrain_en (or /with_news), albert_pretrain_zh, text_corpus/<name> (+ corpus_paths), a TFDS dataset
+    "corpus": _str(**_ID),
+    "corpus_paths": _str(default="", **_ID),  # for text_corpus/<name>: comma-separated files, official format
+    "held_out_fraction": _float(0.0, default=0.01, **_ID),  # text_corpus: validation share (and as much for test)
+    "spm_model": _str(default="", **_ID),  # empty: train one on the corpus (cached by corpus and vocab size)
+    "vocab_size": _int(14, note=" (the 5 special and 8 user-defined pieces come first)", **_ID),
+    "lower": _bool(default=True, **_ID),
+    "task": _choice(SENTENCE_TASKS, default="sop", **_ID),
+    "max_seq_length": _int(5, 65535, **_ID),
+    "max_predictions_per_seq": _int(1, default=20, **_ID),
+    "masked_lm_prob": _float(0.0, hi=1.0, default=0.15, **_ID),
+    "short_seq_prob": _float(0.0, hi=1.0, default=0.1, **_ID),
+    "ngram": _int(1, default=3, **_ID),
+    "dupe_factor": _int(1, **_ID),
+    "masking": _choice(MASKING, default="static", **_ID),  # static (official, dupe_factor copies) or dynamic
+    "max_docs": _int(0, note=" (0: every document)", **_ID),
+    "seed": _int(0, default=12345, **_ID),
+    # Added after the first runs, each with the default that keeps the behaviour from before it existed.
+    # Several short instances per row with block-diagonal attention (docs/training.md, "Sequence packing"): exact,
+    # but our instances are ~96% full, so it saves ~3% of rows here; on for corpora of short documents.
+    "packing": _bool(default=False, added="record", **_ID),
+    "packing_max_examples": _int(2, note=" (examples packed into one row at most)", default=3, added="record",
+                                 **_ID),
+    "packing_max_predictions": _int(0, note=" (masked predictions per packed row; 0: data.max_predictions_per_seq)",
+                                    default=0, added="record", **_ID),
+    # Instances `albert-jax pretraining-data create` wrote (local or Beam): its --output-dir for training, a second
+    # one built from held-out text for evaluation, and data.spm_model the tokenizer both used (docs/training.md).
+    "instances": _str(default="", added="fingerprint", **_ID),
+    "eval_instances": _str(default="", added="fingerprint", **_ID),
+    # spm (SentencePiece, the English models) | wordpiece (a BERT-Chinese style vocab.txt, as the official Chinese
+    # models: trained on the corpus, or data.wordpiece_vocab); docs/chinese.md.
+    "tokenizer_kind": _choice(TOKENIZER_KINDS, default="spm", added="fingerprint", **_ID),
+    "wordpiece_vocab": _str(default="", added="fingerprint", **_ID),
+    "zh_masking": _choice(ZH_MASKING, default="char", added="fingerprint", **_ID),
+}
+PRETRAIN = {"train": PRETRAIN_TRAIN, "data": PRETRAIN_DATA, "mesh": MESH, "distributed": DISTRIBUTED}
+
+FINETUNE_TOP = {
+    "task": _str(**_ID),
+    "init": _str(default="random", **_ID),
+    "init_step": _int(0, note=" (0: the source's best or latest checkpoint)", default=0, **_ID),
+    "reset_head": _bool(default=False, **_ID),  # a fine-tuned source's head is reused for its task unless true
+    "head": _choice(HEADS, default="default"),
+    "depth": _int(0, note=" (0: the init source's depth)", default=0),  # k: an all-shared source applied k times
+    "num_seeds": _int(1),
+}
+FINETUNE_TRAIN = {**TRAIN_COMMON, "weight_decay": _WEIGHT_DECAY}
+FINETUNE_DATA = {
+    "max_seq_length": _int(5, 65535, **_ID),
+    "tokenizer": _str(default="", **_ID),  # empty: the init source's; a .model file or a directory holding one
+    "limit": _int(0, note=" (0: every example)", **_ID),  # examples per split
+    "buckets": _str(role="speed"),  # length bucketing (data/bucketing.py): exact, so speed only
+}
+FINETUNE = {"": FINETUNE_TOP, "train": FINETUNE_TRAIN, "data": FINETUNE_DATA, "mesh": MESH,
+            "distributed": DISTRIBUTED}
+# `albert-jax distill` is a fine-tuning run with this section more (runs/distill.py).
+DISTILL = {"teacher": _str(default=""), "temperature": _float(0.0, strict=True, default=2.0),
+           "alpha": _float(0.0, hi=1.0, note=" (the soft targets' weight; 1 - alpha on the hard labels)", default=0.5),
+           "hidden_weight": _float(0.0, note=" (0: no hidden-state matching)", default=0.0)}
+
+# The model section (AlbertConfig's fields): every field is identity but these, which change only speed and
+# memory (remat recomputes exactly).
+MODEL_SPEED = ("remat_policy",)
+# The model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
+FINETUNE_MODEL_KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype",
+                        "param_dtype", "scan_layers", "remat_policy")
+
+
+# ------------------------------------------------------------------------------------------------ views
+def section(fields: dict[str, Field], **values: Any) -> ml_collections.ConfigDict:
+    """A config section: every written field of `fields` in declared order, its default or the value given here.
+    A REQUIRED field without a value, or a value for no field, is a mistake in an experiment file."""
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise TypeError(f"section(): no field {unknown[0]!r}; fields are {', '.join(fields)}")
+    out = ml_collections.ConfigDict()
+    for name, f in fields.items():
+        if name in values:
+            out[name] = values[name]
+        elif f.written:
+            if f.default is REQUIRED:
+                raise TypeError(f"section(): field {name!r} has no default; give its value")
+            out[name] = f.default
+    return out
+
+
+def _walk():
+    """(dotted key as in an experiment config, Field) for every declared field."""
+    for top in (DESCRIPTIVE, FINETUNE_TOP):
+        yield from top.items()
+    for sections in (PRETRAIN, FINETUNE, {"distill": DISTILL}):
+        for name, fields in sections.items():
+            if name:
+                for field, f in fields.items():
+                    yield f"{name}.{field}", f
+
+
+def _merged() -> dict[str, Field]:
+    """Every declared field by its dotted key; a key the pretraining and fine-tuning configs share must agree on
+    its type and role (one fact, one meaning)."""
+    out: dict[str, Field] = {}
+    for key, f in _walk():
+        seen = out.setdefault(key, f)
+        if (seen.kind, seen.role) != (f.kind, f.role):
+            raise AssertionError(f"schema: {key} is declared twice with different types or roles")
+    return out
+
+
+FIELDS = _merged()
+
+
+def role_of(key: str) -> str | None:
+    """The role of an experiment config key (`train.batch_size`, `model.hidden_size`), or None if undeclared."""
+    if key.startswith("model."):
+        return "speed" if key[len("model."):] in MODEL_SPEED else "identity"
+    f = FIELDS.get(key)
+    return f.role if f else None
+
+
+def keys_with_role(role: str) -> tuple[str, ...]:
+    return tuple(k for k, f in FIELDS.items() if f.role == role)
+
+
+# Settings that change only speed and memory, by section: a resume may change them, a fingerprint leaves them out.
+SPEED_ONLY = {"model": MODEL_SPEED,
+              "data": tuple(k.split(".", 1)[1] for k in keys_with_role("speed") if k.startswith("data."))}
+# Fields added after runs were first recorded: dotted key -> the default an older record reads.
+ADDED_DEFAULTS = {k: f.default for k, f in FIELDS.items() if f.added}
+# Of those, the ones a sweep's stage fingerprint leaves out at their defaults (added after fingerprints existed).
+FINGERPRINT_OMITS_AT_DEFAULT = {k: f.default for k, f in FIELDS.items() if f.added == "fingerprint"}
+
+
+def data_field(d, name: str) -> Any:
+    """data.<name> of a pretraining config, or its default when the config predates the field."""
+    return d.get(name, PRETRAIN_DATA[name].default)

@@ -1,0 +1,102 @@
+"""The config schema is declared once (albert_jax/configs/schema.py) and everything that knows a field reads it:
+the experiment files build their sections from it, the validator checks against it, the override parser takes its
+types, a resume takes its roles, and a sweep's fingerprint leaves out its speed-only fields."""
+from __future__ import annotations
+
+import pytest
+
+from albert_jax.configs import overrides, schema
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.scales import SCALES
+from albert_jax.runs.validate import validate
+from albert_jax.training import workdir
+
+PRETRAIN = [f"experiments/pretrain.py:scale={s}{x}" for s in SCALES for x in ("", ",lang=zh", ",task=nsp")]
+FINETUNE = [f"experiments/finetune.py:scale={s},task={t}{x}" for s in SCALES for t in ("rt_sentiment", "pd_pos")
+            for x in ("", ",init=runs/x")]
+
+
+def _sections(config, declared):
+    for name, fields in declared.items():
+        node = config if name == "" else config[name]
+        yield name, fields, node
+
+
+@pytest.mark.parametrize("spec", PRETRAIN)
+def test_a_pretraining_config_holds_exactly_the_declared_fields_with_their_types(spec):
+    c = load_config(spec)
+    for name, fields, node in _sections(c, schema.PRETRAIN):
+        written = {k for k, f in fields.items() if f.written}
+        assert set(node.keys()) == written, name
+        for k in written:
+            assert overrides._KINDS[fields[k].kind] is type(node[k]), f"{name}.{k}"
+    assert set(c.keys()) == set(schema.DESCRIPTIVE) | {"model"} | set(schema.PRETRAIN)
+
+
+@pytest.mark.parametrize("spec", FINETUNE + ["experiments/distill.py:scale=smoke"])
+def test_a_finetuning_config_holds_exactly_the_declared_fields_with_their_types(spec):
+    c = load_config(spec)
+    declared = {**schema.FINETUNE, **({"distill": schema.DISTILL} if "distill" in spec else {})}
+    for name, fields, node in _sections(c, declared):
+        keys = set(node.keys()) - ({"model"} | set(schema.DESCRIPTIVE) | set(declared) if name == "" else set())
+        assert keys == set(fields), name
+        for k in fields:
+            assert overrides._KINDS[fields[k].kind] is type(node[k]), f"{name}.{k}"
+
+
+def test_defaults_come_from_the_declaration_and_a_section_refuses_what_it_does_not_declare():
+    c = load_config("experiments/pretrain.py:scale=cpu")
+    for name in ("mesh", "distributed"):
+        assert dict(c[name]) == {k: f.default for k, f in schema.PRETRAIN[name].items()}
+    assert c.data.masked_lm_prob == schema.PRETRAIN_DATA["masked_lm_prob"].default == 0.15
+    assert c.train.seed == 0 and "weight_decay" not in c.train  # never written for pretraining: read as 0.01
+    with pytest.raises(TypeError, match="batch_size"):
+        schema.section(schema.PRETRAIN_TRAIN)  # no default: the experiment gives it
+    with pytest.raises(TypeError, match="no field 'bach_size'"):
+        schema.section(schema.MESH, bach_size=3)
+
+
+def test_the_override_parser_takes_the_declared_type_not_the_current_value():
+    c = load_config("experiments/pretrain.py:scale=smoke")
+    c.train.learning_rate = 1  # a config file that wrote an int into a float field
+    overrides.set_field(c, "train.learning_rate", "0.5")
+    assert c.train.learning_rate == 0.5
+    c.train.peak_flops = 0
+    overrides.set_field(c, "train.peak_flops", "1e12")
+    assert c.train.peak_flops == 1e12
+    with pytest.raises(overrides.OverrideError, match=r"train.log_every='2.5': expected a value of type int"):
+        overrides.set_field(c, "train.log_every", "2.5")
+
+
+def test_a_resume_and_a_sweep_read_the_declared_roles():
+    for key, f in schema.FIELDS.items():
+        expected = {"identity": "identity", "schedule": "schedule"}.get(f.role, "free")
+        assert workdir.kind_of(f"experiment.{key}") == expected, key
+    assert workdir.kind_of("experiment.model.remat_policy") == "free"
+    assert workdir.kind_of("experiment.model.hidden_size") == "identity"
+    assert set(workdir.SCHEDULE) == {f"experiment.train.{k}" for k in ("batch_size", "num_train_steps",
+                                     "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay")}
+    assert schema.SPEED_ONLY == {"model": ("remat_policy",), "data": ("buckets",)}
+    # an added field: a record without it reads its default, and a sweep leaves it out at that default
+    assert workdir.ADDED_DEFAULTS["experiment.data.zh_masking"] == "char"
+    assert "data.packing" in schema.ADDED_DEFAULTS and "data.packing" not in schema.FINGERPRINT_OMITS_AT_DEFAULT
+
+
+def test_a_shared_key_means_one_thing():
+    """train.* and data.max_seq_length appear in both drivers' sections: the schema refuses two meanings."""
+    for key in ("train.batch_size", "train.weight_decay", "data.max_seq_length"):
+        kinds = {(f.kind, f.role) for k, f in schema._walk() if k == key}
+        assert len(kinds) == 1, key
+
+
+def test_the_validator_checks_against_the_declaration(tmp_path):
+    c = load_config("experiments/pretrain.py:scale=smoke")
+    del c.data.zh_masking  # added since the first runs: an older config lacks it, and that is fine
+    validate(c, "pretrain", str(tmp_path / "w"))
+    del c.train.keep_checkpoints
+    with pytest.raises(ValueError, match="train.keep_checkpoints is missing"):
+        validate(c, "pretrain", str(tmp_path / "w"))
+    c = load_config("experiments/pretrain.py:scale=smoke")
+    c.data.ngram = 0
+    with pytest.raises(ValueError, match=r"data.ngram=0: must be an integer >= 1"):
+        validate(c, "pretrain", str(tmp_path / "w"))
