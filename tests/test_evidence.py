@@ -97,3 +97,71 @@ def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
     assert (verdict, words) == ("not resolved", "b did not learn")
     records[1]["finetune"]["t"] = learnt
     assert T.check_readings(exp, records)[0][1] == "reproduced"
+
+
+def _accuracy(n, right, seed=0):
+    """One seed's per-example correctness: `right` of `n` examples, spread by a fixed permutation."""
+    x = np.zeros(n)
+    x[np.random.default_rng(seed).permutation(n)[:right]] = 1
+    return x
+
+
+def test_the_downstream_mean_averages_only_the_tasks_that_respond_to_pretraining():
+    """Hand-built rows: both beat random init on `a` (80% and 70% vs 60%, 1,000 examples: resolved) and neither on
+    `b` (50% vs 50%): the mean is `a` alone, and row B's difference to A is -10 points, resolved."""
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import table as T
+
+    exp = R.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
+    rnd = {"a": [_accuracy(1000, 600, 1)], "b": [_accuracy(1000, 500, 2)]}
+    records = []
+    for name, right_a in (("A", 800), ("B", 700)):
+        samples = {"ft:a": [_accuracy(1000, right_a, 3)], "ft:b": [_accuracy(1000, 500, 4)]}
+        records.append({"row": name, "samples": samples, "random_samples": rnd, "est": {}, "diff": {},
+                        "finetune": {"a": {}, "b": {}},
+                        "vs_random": {t: stats.difference(samples[f"ft:{t}"], rnd[t]) for t in ("a", "b")}})
+    assert T.responding_tasks(exp, records) == {"a": (2, 2), "b": (0, 2)}
+    T._add_task_mean(exp, records, records[0])
+    a, b = records
+    assert a["responding"] == ["a"]
+    assert a["est"]["ft:mean"].value == pytest.approx(0.8) and b["est"]["ft:mean"].value == pytest.approx(0.7)
+    d = b["diff"]["ft:mean"]
+    assert d.value == pytest.approx(-0.1) and d.resolved
+    assert a["vs_random"]["mean"].value == pytest.approx(0.2) and a["vs_random"]["mean"].resolved
+    assert ("Downstream: mean of the responding tasks (ours)", "ours:ft:mean") in T.columns(exp)
+    assert T.cell(b, "ours:ft:mean").startswith("70.0 [") and "Δ -10.0" in T.cell(b, "ours:ft:mean")
+    one = R.Experiment("y", "y", "y", columns=(), rows=lambda s: [], finetune=("a",))
+    assert all(k != "ours:ft:mean" for _, k in T.columns(one))  # one task: its own column is the headline
+
+
+def test_no_responding_task_is_said_not_averaged():
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import table as T
+
+    exp = R.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
+    same = [_accuracy(500, 250, 5)]
+    rec = {"row": "A", "samples": {"ft:a": same, "ft:b": same}, "random_samples": {"a": same, "b": same},
+           "est": {}, "diff": {}, "finetune": {}, "vs_random": {t: stats.difference(same, same) for t in "ab"}}
+    T._add_task_mean(exp, [rec], rec)
+    assert rec["responding"] == [] and "ft:mean" not in rec["est"]
+    assert T.cell(rec, "ours:ft:mean") == "no task responds"
+
+
+def test_a_table_finds_the_tasks_a_sweep_added_with_tasks(tmp_path):
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import sweep as S
+    from albert_jax.ablations import table as T
+
+    exp = R.get("table5")
+    row = exp.rows_at("smoke")[0]
+    d = S.row_directory(tmp_path, "table5", "smoke", row)
+    for name in ("finetune-rt_sentiment", "finetune-verse_paraphrase-seed-1", "finetune-wordnet_wic-random",
+                 "finetune-not_a_task"):
+        (d / name).mkdir(parents=True)
+    assert T.with_found_tasks(exp, "smoke", tmp_path).finetune == ("rt_sentiment", "verse_paraphrase", "wordnet_wic")
+    with pytest.raises(R.ExperimentError, match="unknown task 'verse_paraphase'.*did you mean verse_paraphrase"):
+        exp.with_tasks(["verse_paraphase"])
+    plans = S.plan(exp.with_tasks(["wordnet_wic"]), "smoke", tmp_path, seeds=2)
+    assert {s.name for s in plans[0].stages} >= {"finetune-wordnet_wic", "finetune-wordnet_wic-seed-1"}
+    cmd = S.launch_commands(exp, "smoke", tmp_path, [plans[:1]], [], 2, None, ["wordnet_wic"])[0]
+    assert "--tasks wordnet_wic" in cmd

@@ -115,3 +115,36 @@ def test_one_seed_per_row_without_examples_resolves_nothing():
     assert d.low == d.high == pytest.approx(0.3)
     assert not d.resolved
     assert stats.difference([0.8, 0.81], [0.5, 0.52]).resolved  # two seeds a row: an interval, and it excludes 0
+
+
+def test_task_mean_interval_matches_the_standard_error_of_a_mean_of_two_proportions():
+    # One seed; task A: 2,000 examples, 1,200 right (0.6); task B: 2,000 examples, 1,600 right (0.8). The mean is
+    # 0.7 with SE = 0.5 * sqrt(0.6*0.4/2000 + 0.8*0.2/2000) = 0.0070711, so a 95% interval of about +-0.01386.
+    a, b = np.zeros(2000), np.zeros(2000)
+    a[:1200], b[:1600] = 1, 1
+    e = stats.task_mean([([a], None, True), ([b], None, True)], draws=4000)
+    assert e.value == pytest.approx(0.7)
+    assert (e.high - e.low) / 2 == pytest.approx(1.96 * 0.0070711, rel=0.15)
+    assert e.over == "seeds and examples" and e.examples == 2000 and e.seeds == 1
+
+
+def test_task_mean_draws_a_rows_seeds_once_for_all_its_tasks():
+    # Seed 0 scores 0.6 on task A and 0.8 on task B, seed 1 the reverse: whichever seeds a draw takes, the mean of
+    # the two tasks' medians is 0.7. Drawing the seeds apart per task would spread it (0.6 to 0.8).
+    e = stats.task_mean([([0.6, 0.8], None, True), ([0.8, 0.6], None, True)])
+    assert (e.value, e.low, e.high) == (pytest.approx(0.7), pytest.approx(0.7), pytest.approx(0.7))
+
+
+def test_task_mean_of_paired_differences():
+    # The row is right on exactly the reference's examples plus 100 more of 1,000 on task A (+0.1) and equal on
+    # task B (0): the mean difference is +0.05, resolved; a paired draw of the equal task adds no noise.
+    ref_a, ref_b = np.zeros(1000), np.zeros(1000)
+    ref_a[:500], ref_b[:300] = 1, 1
+    row_a = ref_a.copy()
+    row_a[500:600] = 1
+    e = stats.task_mean([([row_a], [ref_a], True), ([ref_b.copy()], [ref_b], True)])
+    assert e.value == pytest.approx(0.05) and e.resolved
+    same = stats.task_mean([([ref_b.copy()], [ref_b], True)])
+    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0) and not same.resolved
+    with pytest.raises(ValueError, match="no tasks"):
+        stats.task_mean([])

@@ -90,6 +90,17 @@ class Experiment:
                                       "name an earlier row")
         return rows
 
+    def with_tasks(self, tasks) -> "Experiment":
+        """This experiment fine-tuning every row on these tasks too (`sweep --tasks`): more downstream columns,
+        and the tasks a table's mean over responding tasks can draw on."""
+        from albert_jax.tasks.registry import TASKS
+
+        extra = [t for t in dict.fromkeys(tasks or ()) if t not in self.finetune]
+        for t in extra:
+            if t not in TASKS:
+                raise ExperimentError(f"--tasks: unknown task {t!r}{near(t, TASKS)}")
+        return dataclasses.replace(self, finetune=tuple(self.finetune) + tuple(extra)) if extra else self
+
     def row(self, scale: str, name: str) -> Row:
         rows = {r.name: r for r in self.rows_at(scale)}
         by_slug = {r.slug: r for r in rows.values()}

@@ -137,3 +137,42 @@ def difference(row: Sequence, reference: Sequence, *, draws: int = DRAWS, level:
         over, n_ex = "seeds", 0
     lo, hi = _interval(samples, level)
     return Estimate(value, lo, hi, min(a_num.shape[0], b_num.shape[0]), n_ex, over)
+
+
+def task_mean(per_task: Sequence[tuple[Sequence, Sequence | None, bool]], *, draws: int = DRAWS,
+              level: float = LEVEL, seed: int = 0) -> Estimate:
+    """The mean over tasks of a row's medians (each task `(row, None, _)`), or of its differences to a reference row
+    (`(row, reference, paired)`), with a bootstrap interval. One draw resamples each row's seeds once for every
+    task (a row's pretraining seeds serve all its tasks, so their noise is shared) and each task's examples on
+    their own (the tasks' dev sets are independent); a difference shares the example draw with its reference
+    when `paired`, as `difference` does."""
+    if not per_task:
+        raise ValueError("no tasks to average")
+    rng = np.random.default_rng(seed)
+    seed_draws: dict[tuple[str, int], np.ndarray] = {}
+    value, samples = 0.0, np.zeros(draws)
+    seeds, examples, per_example_all = [], [], True
+    for row, reference, paired in per_task:
+        mats = [("row", +1.0, _as_matrices(row))]
+        if reference is not None:
+            mats.append(("reference", -1.0, _as_matrices(reference)))
+        sizes = {m[2][0].shape[1] for m in mats}
+        shared = (rng.integers(0, sizes.pop(), size=(draws, mats[0][2][0].shape[1]))
+                  if paired and len(mats) == 2 and len(sizes) == 1 and all(m[2][2] for m in mats) else None)
+        for who, sign, (num, den, per_example) in mats:
+            n = num.shape[0]
+            draw = seed_draws.setdefault((who, n), rng.integers(0, n, size=(draws, n)))
+            if per_example:
+                ex = shared if shared is not None else rng.integers(0, num.shape[1], size=(draws, num.shape[1]))
+                scores = np.stack([num[s][ex].sum(axis=1) / np.maximum(den[s][ex].sum(axis=1), 1e-12)
+                                   for s in range(n)], axis=1)
+                examples.append(num.shape[1])
+            else:
+                scores = np.broadcast_to(_scores(num, den), (draws, n))
+                per_example_all = False
+            value += sign * float(np.median(_scores(num, den))) / len(per_task)
+            samples += sign * np.median(np.take_along_axis(scores, draw, axis=1), axis=1) / len(per_task)
+            seeds.append(n)
+    lo, hi = _interval(samples, level)
+    return Estimate(value, lo, hi, min(seeds), min(examples) if per_example_all else 0,
+                    "seeds and examples" if per_example_all else "seeds")

@@ -354,24 +354,26 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
 
 def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
                   experiments_dir: str, reuse_stages: bool = True, seeds: int = 1,
-                  random_init: bool | None = None) -> dict:
+                  random_init: bool | None = None, tasks: list[str] | None = None) -> dict:
     """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
         from albert_jax import sharding
 
         sharding.init_distributed()
-    exp = R.get(experiment, experiments_dir)
+    exp = R.get(experiment, experiments_dir).with_tasks(tasks)
     plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init)
     stopped = run_rows(plans, reuse_stages=reuse_stages)
     return {"rows": rows, "finished": stopped is None}
 
 
 def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,
-                    random_init: bool | None = None) -> list[str]:
+                    random_init: bool | None = None, tasks: list[str] | None = None) -> list[str]:
     out = []
     for g in groups:
         cmd = ["albert-jax", "sweep", exp.name, "--scale", scale, "--runs", str(runs),
                "--rows", ",".join(p.row.slug for p in g)]
+        if tasks:
+            cmd += ["--tasks", ",".join(tasks)]
         if seeds != 1:
             cmd += ["--seeds", str(seeds)]
         if random_init is not None:
@@ -384,7 +386,8 @@ def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPl
 
 def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
            resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout,
-           reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None) -> list[dict]:
+           reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None,
+           tasks: list[str] | None = None) -> list[dict]:
     """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
     import submitit
 
@@ -401,7 +404,7 @@ def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], ove
     for g in groups:
         names = [p.row.name for p in g]
         job = executor.submit(run_chain_job, exp.name, scale, str(runs), names, list(overrides or ()),
-                              str(experiments_dir), reuse_stages, seeds, random_init)
+                              str(experiments_dir), reuse_stages, seeds, random_init, tasks)
         print(f"submitted job {job.job_id}: {', '.join(names)}", file=out, flush=True)
         jobs.append((names, job))
     if not wait:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -129,12 +130,13 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
             rec["random"][t] = _finetune_result(E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
                                                                    metric, scale))
-        rec["vs_random"] = {}
+        rec["vs_random"], rec["random_samples"] = {}, {}
         for t in exp.finetune:
             if rec["finetune"][t] and rec["random"][t]:
                 ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
                                                rec["finetune"][t]["metric"], make_task(t).metric_scale)
                 rec["vs_random"][t] = _difference(rec["samples"][f"ft:{t}"], ts_random.samples)
+                rec["random_samples"][t] = ts_random.samples
         step_times = [m["step_time"] for m in metrics if "step_time" in m]
         rec["step_time"] = statistics.median(step_times) if step_times else None
         # The sweep records a finished row in row.json with the settings it ran under (a demo's shorter schedule,
@@ -157,7 +159,55 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
             if a and b:
                 r["diff"][key] = _difference(a, b, paired=not key.startswith("eval/")
                                              or r["eval_set"] == reference["eval_set"])
+    _add_task_mean(exp, out, reference)
     return out
+
+
+def with_found_tasks(exp: R.Experiment, scale: str, runs) -> R.Experiment:
+    """The experiment with every task its rows were fine-tuned on under `runs`: its own, then those a sweep's
+    --tasks added (found as finetune-<task> stages in the row directories)."""
+    found = set()
+    for row in exp.rows_at(scale):
+        for d in S.row_directory(Path(runs), exp.name, scale, row).glob("finetune-*"):
+            found.add(re.sub(rf"(-seed-\d+|{re.escape(E.RANDOM_SUFFIX)})$", "", d.name[len("finetune-"):]))
+    from albert_jax.tasks.registry import TASKS
+
+    return exp.with_tasks(sorted(t for t in found if t in TASKS))
+
+
+def responding_tasks(exp: R.Experiment, records: list[dict]) -> dict[str, tuple[int, int]]:
+    """task -> (rows whose pretraining beats their random-init twin with an interval above 0, rows with a twin).
+    A task responds to pretraining here when at least half of those rows do."""
+    out = {}
+    for t in exp.finetune:
+        ds = [r["vs_random"][t] for r in records if r["vs_random"].get(t) is not None]
+        out[t] = (sum(d.resolved and d.value > 0 for d in ds), len(ds))
+    return out
+
+
+def _add_task_mean(exp: R.Experiment, records: list[dict], reference: dict | None) -> None:
+    """With two or more downstream tasks, each row's headline downstream score: the mean over the tasks that
+    respond to pretraining (`responding_tasks`), with its interval (stats.task_mean), its difference to the
+    reference row and to its random-init twin."""
+    if len(exp.finetune) < 2:
+        return
+    counts = responding_tasks(exp, records)
+    tasks = [t for t, (k, n) in counts.items() if n and 2 * k >= n]
+    for r in records:
+        r["responding"], r["responding_counts"] = tasks, counts
+        mine = [r["samples"].get(f"ft:{t}") for t in tasks]
+        if not tasks or not all(mine):
+            continue
+        try:
+            r["est"]["ft:mean"] = stats.task_mean([(s, None, True) for s in mine])
+            theirs = [reference["samples"].get(f"ft:{t}") for t in tasks] if reference and r is not reference else []
+            if theirs and all(theirs):
+                r["diff"]["ft:mean"] = stats.task_mean([(a, b, True) for a, b in zip(mine, theirs)])
+            rnd = [r["random_samples"].get(t) for t in tasks]
+            if all(x is not None for x in rnd):
+                r["vs_random"]["mean"] = stats.task_mean([(a, b, True) for a, b in zip(mine, rnd)])
+        except ValueError:  # a task whose seeds were scored on different examples: no mean to draw
+            r["est"].pop("ft:mean", None)
 
 
 def reference_row(exp: R.Experiment, records: list[dict]) -> dict | None:
@@ -231,6 +281,8 @@ def columns(exp: R.Experiment) -> list[tuple[str, str]]:
             cols.append((f"{ours} dev (ours)", f"ours:ft:{ours}"))
     shown = {R.COLUMNS[k][1] for k in exp.columns}
     cols += [(f"{t} dev (ours)", f"ours:ft:{t}") for t in exp.finetune if t not in shown]
+    if len(exp.finetune) > 1:
+        cols.append(("Downstream: mean of the responding tasks (ours)", "ours:ft:mean"))
     if "sop" not in exp.columns and "mlm" not in exp.columns:  # the intrinsic numbers are always worth a look
         cols += [("MLM acc (ours)", "ours:eval/mlm_accuracy"), ("SOP acc (ours)", "ours:eval/sop_accuracy")]
     return cols
@@ -251,6 +303,13 @@ def cell(rec: dict, key: str) -> str:
     if name.startswith("eval/"):
         e = rec.get("est", {}).get(name)
         return _with_diff(e.text(), rec.get("diff", {}).get(name)) if e else NOT_RUN
+    if name == "ft:mean":
+        e = rec.get("est", {}).get(name)
+        if e is None:
+            return "no task responds" if not rec.get("responding") else NOT_RUN
+        stuck = [t for t in rec["responding"] if (rec["finetune"].get(t) or {}).get("did_not_learn")]
+        text = f"did not learn ({', '.join(stuck)})" if stuck else e.text()
+        return _with_diff(text, rec.get("diff", {}).get(name))
     if name.startswith("ft:"):
         return _with_diff(_spread(rec["finetune"].get(name[3:])), rec.get("diff", {}).get(name))
     raise KeyError(key)
@@ -324,9 +383,24 @@ def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
                 out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
             d = r["vs_random"].get(t)
             if d is not None:
-                out.append(f"- {r['row']} − random init on {t}: {100 * d.value:+.1f} [{100 * d.low:+.1f}, "
-                           f"{100 * d.high:+.1f}]{' ✓ resolved' if d.resolved else ' (not resolved)'}")
+                out.append(f"- {r['row']} − random init on {t}: {_signed(d)}")
+    counts = next((r["responding_counts"] for r in records if "responding_counts" in r), None)
+    if counts:
+        said = [f"{t} ({k}/{n} rows)" for t, (k, n) in counts.items()]
+        tasks = records[0]["responding"]
+        out.append("Downstream mean: over the tasks that respond to pretraining here, i.e. at least half of the rows "
+                   "beat their random-init twin with an interval above 0; rows that do, per task: "
+                   f"{', '.join(said)}. Responding: {', '.join(tasks) or 'none'}.")
+        for r in records:
+            d = r["vs_random"].get("mean")
+            if d is not None:
+                out.append(f"- {r['row']} − random init, mean of the responding tasks: {_signed(d)}")
     return out
+
+
+def _signed(d: stats.Estimate) -> str:
+    return (f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+            f"{' ✓ resolved' if d.resolved else ' (not resolved)'}")
 
 
 def write_csv(exp: R.Experiment, records: list[dict], path: Path) -> Path:
@@ -358,6 +432,7 @@ def headline_values(exp: R.Experiment, records: list[dict]) -> tuple[dict, dict 
 
 def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True) -> tuple[str, list[Path]]:
     """Markdown text, and the files written (CSV, curves PNG, bars PNG) under out_dir (default: the sweep's)."""
+    exp = with_found_tasks(exp, scale, runs)
     records = collect(exp, scale, runs)
     out = Path(out_dir) if out_dir else Path(runs) / exp.name / scale
     out.mkdir(parents=True, exist_ok=True)

@@ -10,13 +10,15 @@ def _run(args) -> int:
     from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
 
     setup_logging(args.log_level)
-    exp = registry.get(args.name, args.experiments_dir)
+    tasks = [t for t in (args.tasks or "").split(",") if t]
+    exp = registry.get(args.name, args.experiments_dir).with_tasks(tasks)
     rows = [r for r in (args.rows or "").split(",") if r] or None
     plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir, args.seeds,
                        args.random_init)
     groups = sweep.chains(plans)
     if args.launcher == "print":
-        for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set, args.seeds, args.random_init):
+        for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set, args.seeds, args.random_init,
+                                          tasks):
             print(line)
         return 0
     sweep.check(plans)
@@ -37,7 +39,7 @@ def _run(args) -> int:
         exp_dir = Path(args.experiments_dir) if args.experiments_dir else registry.experiments_dir()
         results = sweep.submit(exp, args.scale, args.runs, groups, args.set, args.launcher, resources, exp_dir,
                                wait=not args.no_wait, reuse_stages=not args.no_reuse, seeds=args.seeds,
-                               random_init=args.random_init)
+                               random_init=args.random_init, tasks=tasks)
         if not args.no_wait and not all(r.get("finished") for r in results):
             return INTERRUPTED
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
@@ -55,6 +57,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper")
     p.add_argument("--runs", required=True, help="directory for the rows' workdirs (RUNS/<name>/<scale>/<row>/)")
     p.add_argument("--rows", help="comma list of row names or slugs (default: every row)")
+    p.add_argument("--tasks", help="comma list of downstream tasks to fine-tune every row on besides the "
+                   "experiment's own (e.g. verse_paraphrase,wordnet_lemma_span); the table shows them, and its "
+                   "headline averages the tasks that respond to pretraining")
     p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
                    help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, finetune.num_seeds=1")
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
