@@ -465,6 +465,16 @@ def _create_shard(task) -> dict:
     return dict(shard=stem, files=[f.name for _, f in files], input=str(path), **stats)
 
 
+def _remove_shards(output_dir: Path, shards: list[dict]) -> None:
+    """After a failed create: the shards it completed, and any shard's temporary file a stopped worker left, so the
+    output directory holds no half-made dataset (files of an earlier create stay as they were)."""
+    for s in shards:
+        for name in s["files"]:
+            (output_dir / name).unlink(missing_ok=True)
+    for tmp in output_dir.glob(".part-*.array_record.tmp-*"):
+        tmp.unlink(missing_ok=True)
+
+
 def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tokenizer | str | os.PathLike,
                             output_dir: str | os.PathLike, cfg: PretrainingConfig = PretrainingConfig(), *,
                             seed: int = 12345, workers: int = 1, records_per_file: int = 100_000,
@@ -492,17 +502,22 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file, zh_masking)
              for i, f in enumerate(input_files)]
-    if workers <= 1 or len(tasks) == 1:
-        shards = [_create_shard(t) for t in tasks]
-    else:  # spawn: forking a process that already runs JAX/grain threads can deadlock
-        with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
-            shards = pool.map(_create_shard, tasks, chunksize=1)
-    totals = Counter()
-    for s in shards:
-        totals.update({k: v for k, v in s.items() if isinstance(v, int)})
-        totals["files"] += len(s["files"])
-    if totals["instances"] == 0:
-        raise ValueError(f"no pretraining instances from {', '.join(input_files)}: the files hold no text")
+    shards: list[dict] = []  # in input order, as each shard completes
+    try:
+        if workers <= 1 or len(tasks) == 1:
+            shards.extend(_create_shard(t) for t in tasks)
+        else:  # spawn: forking a process that already runs JAX/grain threads can deadlock
+            with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+                shards.extend(pool.imap(_create_shard, tasks, chunksize=1))
+        totals = Counter()
+        for s in shards:
+            totals.update({k: v for k, v in s.items() if isinstance(v, int)})
+            totals["files"] += len(s["files"])
+        if totals["instances"] == 0:
+            raise ValueError(f"no pretraining instances from {', '.join(input_files)}: the files hold no text")
+    except BaseException:
+        _remove_shards(Path(output_dir), shards)
+        raise
     summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format=f"albert_jax pretraining record v{_VERSION}",
                    totals=dict(totals), shards=shards)
