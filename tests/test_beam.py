@@ -90,6 +90,49 @@ def test_without_beam_the_runner_says_how_to_get_it(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "make beam" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+    assert main(["data", "build", "text_corpus/mine", "--paths", *map(str, files), "--data-dir", str(tmp_path / "d"),
+                 "--runner", "beam"]) == 2
+    err = capsys.readouterr().err
+    assert "make beam" in err and "Traceback" not in err
+
+
+def _examples(builder) -> dict[str, list]:
+    """Every split's examples in the order the dataset stores them (read without TensorFlow)."""
+    return {s: [{k: (v.decode() if isinstance(v, bytes) else v) for k, v in ex.items()}
+                for ex in builder.as_data_source(split=s)] for s in builder.info.splits}
+
+
+@pytest.mark.beam
+def test_beam_builds_the_local_corpus_dataset(tmp_path):
+    """`data build --runner beam`: the English mix (a 100-documents-per-source subset) as a pipeline over its
+    sources is the dataset the local build writes, split for split and example for example, at 2 workers."""
+    from albert_jax.data import builders
+
+    local = builders.build("albert_pretrain_en", tmp_path / "local", max_docs=100)
+    beam = builders.build("albert_pretrain_en", tmp_path / "beam", beam_options="", workers=2, max_docs=100)
+    a, b = _examples(local), _examples(beam)
+    assert sum(map(len, a.values())) == 500 and len(a) == 3 and a == b
+    with pytest.raises(ValueError, match="no document fell in the validation split"):  # 40 x 5 documents, 1%
+        builders.build("albert_pretrain_en", tmp_path / "small", beam_options="", max_docs=40)
+
+
+@pytest.mark.beam
+def test_beam_builds_a_users_text_corpus_and_names_a_bad_line(corpus, tmp_path, capsys):
+    from albert_jax.data import builders
+    from albert_jax.main import main
+
+    files, _, _ = corpus
+    splits = (("train", 0.8), ("validation", 0.1), ("test", 0.1))  # a small corpus: every split gets documents
+    local = builders.build("text_corpus/mine", tmp_path / "local", paths=files, splits=splits)
+    beam = builders.build("text_corpus/mine", tmp_path / "beam", beam_options="", paths=files, splits=splits)
+    assert _examples(local) == _examples(beam) and len(_examples(beam)["train"]) > 30
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"One sentence.\nAnother one.\n\nCaf\xe9 au lait.\n")
+    assert main(["data", "build", "text_corpus/bad", "--paths", str(files[0]), str(bad), "--data-dir",
+                 str(tmp_path / "b"), "--runner", "beam"]) == 2
+    assert "bad.txt:4" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="labeled sets are small and build locally"):
+        builders.build("rt_sentiment", tmp_path / "r", beam_options="")
 
 
 def test_local_sample_is_a_seeded_bottom_k_sample(corpus, tmp_path):

@@ -32,6 +32,11 @@ def _build(args) -> int:
                            "zh_sentiment", "hedge", "verse_paraphrase", "verse_paraphrase_near", "pd_pos",
                            "wordnet_lemma_span", "next_sentence_choice"]
     data_dir = Path(args.data_dir) if args.data_dir else builders.default_data_dir(_cache(args))
+    if args.beam_options and args.runner != "beam":
+        raise ValueError("--beam-options needs --runner beam")
+    beam = args.beam_options if args.runner == "beam" else None
+    if beam is not None and not args.names:
+        names = ["albert_pretrain_en", "albert_pretrain_zh"]  # Beam builds the pretraining corpora
     for name in names:
         kwargs = {}
         if name.partition("/")[0] == "text_corpus":
@@ -42,7 +47,7 @@ def _build(args) -> int:
         if args.max_docs is not None:
             kwargs["max_docs"] = args.max_docs
         t0 = time.perf_counter()
-        b = builders.build(name, data_dir, _cache(args), **kwargs)
+        b = builders.build(name, data_dir, _cache(args), beam_options=beam, workers=args.workers, **kwargs)
         splits = {k: v.num_examples for k, v in b.info.splits.items()}
         print(f"{name}/{b.builder_config.name}: {splits} -> {b.data_dir} ({time.perf_counter() - t0:.1f}s)")
         if getattr(b, "stats", None) is not None and (b.stats.empty_files or b.stats.skipped_lines):
@@ -87,6 +92,13 @@ def add_cli(subparsers) -> None:
     p.add_argument("--data-dir", default=None, help="TFDS data dir (default: <cache>/tfds)")
     p.add_argument("--paths", nargs="+", help="input files for text_corpus")
     p.add_argument("--max-docs", type=int, default=None, help="a quick subset (per corpus), stored separately")
+    p.add_argument("--runner", choices=("local", "beam"), default="local",
+                   help="beam: build the pretraining corpora (albert_pretrain_en, albert_pretrain_zh, text_corpus) as "
+                   "an Apache Beam pipeline, one source or input file per unit of work; the same dataset as local "
+                   "(docs/data-at-scale.md; needs `make beam`)")
+    p.add_argument("--beam-options", default="", help="Beam pipeline flags, e.g. \"--runner=FlinkRunner "
+                   "--flink_master=host:8081\"; without --runner: Beam's Python FnApiRunner over --workers processes")
+    p.add_argument("--workers", type=int, default=1, help="--runner beam without a --runner flag: worker processes")
     p.set_defaults(func=_build)
 
     p = sub.add_parser("info", help="list the sources, their pins, licenses and fetch state")

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 import inspect
 import logging
+import os
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -133,11 +134,55 @@ def _doc_features(segmented: bool = False) -> tfds.features.FeaturesDict:
     return tfds.features.FeaturesDict(f)
 
 
+class _UnitRecords:
+    """A Beam FlatMap's function: one unit of work (a corpus source, or one of a user's files) -> (key, example) for
+    each of its documents in `split`. The same documents, keys and examples as the local path, so TFDS writes the
+    same dataset; a class of plain fields, so it pickles for any runner."""
+
+    def __init__(self, split: str, splits, segmented: bool, cache_dir, max_docs, encoding: str, bad_lines: str,
+                 source: str, files: bool):
+        self.split, self.splits, self.segmented = split, tuple(splits), segmented
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
+        self.max_docs, self.encoding, self.bad_lines, self.source, self.files = (max_docs, encoding, bad_lines,
+                                                                                  source, files)
+
+    def __call__(self, unit: str):
+        if self.files:
+            docs = corpora.read_text_corpus([unit], encoding=self.encoding, bad_lines=self.bad_lines,
+                                            source=self.source)
+        else:
+            docs = corpora.iter_documents(unit, self.cache_dir, self.max_docs)
+        for doc in docs:
+            if corpora.split_of(doc.doc_id, self.splits) == self.split:
+                yield doc.doc_id, _doc_record(doc, self.segmented)
+
+
 class _DocumentBuilder(_Builder, skip_registration=True):
     SEGMENTED = False
+    # `build(..., beam_options=...)` sets it: each split is then a Beam pipeline over the units of work (the
+    # corpus's sources; a user's files), run on the runner the options name (data/beam_runner.py).
+    beam = False
 
     def _features(self):
         return _doc_features(self.SEGMENTED)
+
+    def _units(self) -> list[str]:
+        return list(self.builder_config.sources)
+
+    def _unit_records(self, split: str) -> _UnitRecords:
+        cfg = self.builder_config
+        return _UnitRecords(split, cfg.splits, self.SEGMENTED, self._cache_dir, cfg.max_docs, "utf-8", "raise", "",
+                            files=False)
+
+    def _split_generators(self, dl_manager):
+        if not self.beam:
+            return super()._split_generators(dl_manager)
+        from albert_jax.data.beam_runner import beam_module
+
+        beam = beam_module()
+        units = self._units()
+        return {s: beam.Create(units) | f"documents of {s}" >> beam.FlatMap(self._unit_records(s))
+                for s, _ in self.builder_config.splits}
 
     def _documents(self) -> Iterator[corpora.Document]:
         cfg = self.builder_config
@@ -212,6 +257,22 @@ class TextCorpus(_DocumentBuilder):
             if cfg.max_docs is not None and i >= cfg.max_docs:
                 return
             yield doc
+
+    def _units(self) -> list[str]:
+        cfg = self.builder_config
+        if not cfg.paths:
+            raise ValueError("text_corpus: pass paths=[...] (one or more files) to build a user corpus")
+        if cfg.max_docs is not None:
+            raise ValueError("text_corpus on Beam: max_docs counts documents across the files in order, which a "
+                             "pipeline over files cannot; build the subset locally (without --beam-options)")
+        for p in cfg.paths:
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"text_corpus: input {p} does not exist")
+        return list(cfg.paths)
+
+    def _unit_records(self, split: str) -> _UnitRecords:
+        cfg = self.builder_config
+        return _UnitRecords(split, cfg.splits, False, None, None, cfg.encoding, cfg.bad_lines, cfg.name, files=True)
 
     def _no_records_message(self) -> str:
         cfg, st = self.builder_config, self.stats
@@ -339,11 +400,22 @@ BUILDERS = {cls.name: cls for cls in (AlbertPretrainEn, AlbertPretrainZh, *LABEL
 
 
 def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
-          **builder_kwargs) -> tfds.core.DatasetBuilder:
-    """Prepare one of our datasets ("name" or "name/config") and return its builder (idempotent)."""
+          beam_options: str | None = None, workers: int = 1, **builder_kwargs) -> tfds.core.DatasetBuilder:
+    """Prepare one of our datasets ("name" or "name/config") and return its builder (idempotent). `beam_options`
+    (a pretraining corpus only: albert_pretrain_en, albert_pretrain_zh, text_corpus) builds it as a Beam pipeline
+    with these flags: "" runs Beam's local FnApiRunner over `workers` processes, `--runner=...` any other runner
+    (docs/data-at-scale.md); the dataset is the one the local build writes."""
     base, _, config = name.partition("/")
     if base not in BUILDERS:
         raise KeyError(f"unknown dataset {base!r}; ours: {', '.join(BUILDERS)}")
+    download_config = None
+    if beam_options is not None:
+        if not issubclass(BUILDERS[base], _DocumentBuilder):
+            raise ValueError(f"{base}: --beam-options builds the pretraining corpora (albert_pretrain_en, "
+                             "albert_pretrain_zh, text_corpus); the labeled sets are small and build locally")
+        from albert_jax.data import beam_runner
+
+        download_config = beam_runner.download_config(builder_kwargs.get("paths", ()), beam_options, workers)
     if config:
         builder_kwargs.setdefault("corpus_name" if base == "text_corpus" else "config", config)
     root = Path(data_dir) if data_dir is not None else default_data_dir(cache_dir)
@@ -352,8 +424,31 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
     with cache_lock.prepare_lock(root / f".prepare-{base}.lock", f"dataset {name}",
                                  logging.getLogger(__name__).warning):
         builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
-        builder.download_and_prepare()
+        builder.beam = download_config is not None
+        if download_config is None:
+            builder.download_and_prepare()
+        else:
+            try:
+                builder.download_and_prepare(download_config=download_config)
+            except Exception as e:  # a worker's error arrives as the runner's text of its traceback
+                raise ValueError(f"{name} on Beam: {_worker_error(str(e))}") from None
     return builder
+
+
+def _worker_error(text: str) -> str:
+    """The first error a Beam worker raised, as one line (the runner wraps it in tracebacks), made actionable where
+    we know the cause."""
+    import re
+
+    found = re.search(r"(?m)^\s*(?:\w+\.)*(\w*Error): (.+?)(?: \[while running .*\])?$", text)
+    if not found:
+        return text.strip().splitlines()[-1] if text.strip() else "the pipeline failed"
+    message = found.group(2).strip()
+    empty = re.search(r"number of generated examples is 0 for split (\w+)", message)
+    if empty:
+        return (f"no document fell in the {empty.group(1)} split: a corpus this small leaves a split empty, which "
+                "TFDS cannot write; build it locally (without --runner beam), where empty splits are left out")
+    return message
 
 
 def class_names(name: str, feature: str = "label") -> list[str] | None:

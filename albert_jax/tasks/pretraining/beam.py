@@ -10,9 +10,8 @@ file's own seeded reservoir (instances.DocumentReservoir), bounded by `nsp_buffe
 file and the seed, never by the runner or the worker count. Memory per worker is one file's stream: split a large
 corpus into files of ~100 MB and it stays flat however large the corpus grows (docs/data-at-scale.md).
 
-Beam is optional (requirements-beam.txt, its own venv: `make beam`); without it this module says how to get it.
-Offline trap: Beam >= 2.68's DirectRunner first tries the Prism runner, which downloads a Go binary. Unless the user
-names a runner, we run Beam's Python FnApiRunner in multi-processing mode, which downloads nothing.
+Beam is optional; importing it and choosing the runner (the Python FnApiRunner unless the user names one, so nothing
+is downloaded) is data/beam_runner.py's.
 """
 from __future__ import annotations
 
@@ -25,19 +24,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow_datasets as tfds
 
+from albert_jax.data.beam_runner import beam_module, runner_and_options
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.tasks.pretraining.records import encode_record
-
-BEAM_HELP = ("Apache Beam is not installed in this environment: `make beam` builds .venv-beam with it "
-             "(requirements-beam.txt; it pins protobuf and pyarrow below our main lock, so it has a venv of its own)")
-
-
-def beam_module():
-    try:
-        return tfds.core.lazy_imports.apache_beam
-    except ImportError:
-        raise ValueError(BEAM_HELP) from None
-
 
 @dataclasses.dataclass(eq=False)
 class InstancesConfig(tfds.core.BuilderConfig):
@@ -107,26 +96,6 @@ def builder_for(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pretraini
     config = InstancesConfig(name=f"i{digest.hexdigest()[:16]}", files=files, tokenizer=os.path.abspath(tokenizer_path),
                              pretraining=spec, seed=seed, zh_masking=zh_masking)
     return PretrainingInstances(config=config, data_dir=str(output_dir))
-
-
-def runner_and_options(input_files, beam_options: str, workers: int):
-    """(runner, PipelineOptions) for the user's Beam flags, after checking that Beam and the inputs exist: with
-    no --runner among the flags, the Python FnApiRunner in multi-processing mode over `workers` processes (no
-    Prism download); otherwise None, and Beam picks the runner the flags name."""
-    import shlex
-
-    beam_module()  # before any work: without Beam, say how to get it
-    for f in input_files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"input {f} does not exist")
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    flags = shlex.split(beam_options)
-    if any(f.startswith("--runner") for f in flags):
-        return None, PipelineOptions(flags)
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
-    return FnApiRunner(), PipelineOptions(flags)
 
 
 def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig = ptd.PretrainingConfig(),
