@@ -7,6 +7,7 @@ Run:
 Groups of 3 consecutive layers share one set (num_hidden_groups = L/3), against not-shared and all-shared, at
 L=12 (paper) or L=6 (cpu, smoke). The paper prints no numbers for it (Sec. 4.5 mentions groups in passing).
 """
+from albert_jax.ablations.evidence import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 
@@ -22,5 +23,13 @@ def rows(scale):
 EXPERIMENT = Experiment(
     name="claim_every3", title="Claim (c): sharing every 3 layers as the middle ground",
     reading="source: groups of 3 layers recover most of not-shared's quality at a fraction of its parameters",
-    columns=("params",), rows=rows)
+    columns=("params",), rows=rows, reference="all-shared",
+    checks=(
+        Check("sharing every 3 layers learns MLM better than sharing one set across all layers", "eval/mlm_accuracy",
+              "share every 3 layers", "all-shared", "higher"),
+        Check("sharing every 3 layers fine-tunes better than all-shared", "ft:rt_sentiment", "share every 3 layers",
+              "all-shared", "higher"),
+        Check("not-shared still learns MLM better than sharing every 3 layers (what 3x the parameters buys)",
+              "eval/mlm_accuracy", "not-shared", "share every 3 layers", "higher"),
+    ))
 get_config = config_getter("claim_every3")
