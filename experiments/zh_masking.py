@@ -15,6 +15,7 @@ The held-out MLM and SOP sets are masked per character for every row (one yardst
 from albert_jax.ablations.evidence import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
+from albert_jax.configs.schema import ZH_MASKING
 
 ZH = {"data.corpus": "albert_pretrain_zh", "model.hidden_act": "relu"}
 VOCAB = {"smoke": 3000, "cpu": 8000, "paper": 21128}  # People's Daily supports ~6,000 WordPiece tokens
@@ -25,7 +26,7 @@ def rows(scale):
     common = dict(base_fields(scale, embedding, "all"), **ZH, **{"data.vocab_size": VOCAB[scale]})
     wordpiece = [Row(f"{mode} (WordPiece)", dict(common, **{"data.tokenizer_kind": "wordpiece",
                                                              "data.zh_masking": mode}))
-                 for mode in ("char", "jieba", "gold")]
+                 for mode in ZH_MASKING]
     return wordpiece + [Row("SentencePiece", dict(common, **{"data.tokenizer_kind": "spm"}))]
 
 

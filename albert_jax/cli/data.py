@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+from albert_jax.configs import schema
+
 
 def _cache(args) -> Path:
     from albert_jax.data import fetch
@@ -92,7 +94,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--data-dir", default=None, help="TFDS data dir (default: <cache>/tfds)")
     p.add_argument("--paths", nargs="+", help="input files for text_corpus")
     p.add_argument("--max-docs", type=int, default=None, help="a quick subset (per corpus), stored separately")
-    p.add_argument("--runner", choices=("local", "beam"), default="local",
+    p.add_argument("--runner", choices=schema.RUNNERS, default="local",
                    help="beam: build the pretraining corpora (albert_pretrain_en, albert_pretrain_zh, text_corpus) as "
                    "an Apache Beam pipeline, one source or input file per unit of work; the same dataset as local "
                    "(docs/data-at-scale.md; needs `make beam`)")

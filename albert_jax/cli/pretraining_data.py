@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+from albert_jax.configs import schema
+
 
 def _cmd_create(args) -> int:
     from albert_jax.tasks.pretraining.instances import PretrainingConfig, create_pretraining_data
@@ -77,7 +79,7 @@ def add_cli(subparsers) -> None:
     c.add_argument("--zh-masking", choices=ZH_MASKING, default="char",
                    help="Chinese whole words for the n-gram mask: char (each CJK character a word), jieba (jieba's "
                         "words) or gold (input words separated by spaces); jieba and gold need a WordPiece vocab")
-    c.add_argument("--runner", choices=("local", "beam"), default="local",
+    c.add_argument("--runner", choices=schema.RUNNERS, default="local",
                    help="local: a process pool over the input files; beam: an Apache Beam pipeline through TFDS, the "
                         "same records (needs `make beam`; docs/data-at-scale.md)")
     c.add_argument("--beam-options", default="", help="Beam pipeline flags, e.g. \"--runner=FlinkRunner "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from albert_jax.configs import schema
+
 
 def _cmd_train(args) -> int:
     from albert_jax.data.tokenization import train_tokenizer
@@ -59,7 +61,7 @@ def add_cli(subparsers) -> None:
     t = sub.add_parser("train", help="train a SentencePiece model with the official ALBERT recipe, or a WordPiece "
                                      "vocabulary (--kind wordpiece) as the official Chinese models use")
     t.add_argument("--input", nargs="+", required=True, metavar="FILE", help="text files, one sentence per line")
-    t.add_argument("--kind", choices=("spm", "wordpiece"), default="spm",
+    t.add_argument("--kind", choices=schema.TOKENIZER_KINDS, default="spm",
                    help="spm: SentencePiece (the English models); wordpiece: BERT-Chinese style, one token per CJK "
                         "character (the Chinese models)")
     t.add_argument("--model-prefix", help="spm: writes PREFIX.model, PREFIX.vocab, PREFIX.json")
@@ -82,7 +84,7 @@ def add_cli(subparsers) -> None:
                    "input_sentence_size)")
     s.add_argument("--seed", type=int, default=0, help="the same seed and files give the same sample")
     s.add_argument("--output", required=True, help="the sample, one sentence per line")
-    s.add_argument("--runner", choices=("local", "beam"), default="local", help="beam: an Apache Beam pipeline "
+    s.add_argument("--runner", choices=schema.RUNNERS, default="local", help="beam: an Apache Beam pipeline "
                    "(needs `make beam`)")
     s.add_argument("--beam-options", default="", help="Beam pipeline flags (see pretraining-data create)")
     s.add_argument("--workers", type=int, default=1, help="beam without --runner: FnApiRunner processes")

@@ -37,6 +37,7 @@ TOKENIZER_KINDS = ("spm", "wordpiece")
 INIT_MODES = ("copy", "group0", "deeper")  # train.init_from: copy | official --init_from_group0 | Table 11's warm start
 HEADS = ("default", "pabee")  # a fine-tuning task's own head, or a classifier after every layer (early exit)
 ROLES = ("identity", "schedule", "speed", "free")
+RUNNERS = ("local", "beam")  # how the data pipelines run: in this process (and a pool), or on Apache Beam
 
 REQUIRED = object()  # no default: the experiment file gives the value (it depends on the scale or the task)
 
