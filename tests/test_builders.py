@@ -168,3 +168,17 @@ def test_two_processes_preparing_one_dataset_at_once_both_get_it(cache, tmp_path
         assert p.returncode == 0, err[-2000:]
     assert [o.strip().splitlines()[-1] for o, _ in outs] == ["120", "120"]
     assert [d.name for d in (data_dir / "albert_pretrain_zh" / "default_max120").iterdir()] == ["1.0.0"]
+
+
+def test_a_beam_workers_error_reaches_the_user_as_one_line():
+    """The runner wraps a worker's exception in its tracebacks; `data build --runner beam` shows the first error's
+    own line, and says what to do about an empty split."""
+    from albert_jax.data.builders import _worker_error
+
+    wrapped = ("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: /d/bad.txt:4: cannot decode "
+               "byte b'\\xe9' at column 4 as utf-8 [while running 'train/documents of train']\n\nDuring handling...\n"
+               "RuntimeError: Pipeline failed")
+    assert _worker_error(wrapped) == "/d/bad.txt:4: cannot decode byte b'\\xe9' at column 4 as utf-8"
+    empty = "...\nValueError: The total number of generated examples is 0 for split validation. This should be >0!"
+    assert _worker_error(empty).startswith("no document fell in the validation split") and "locally" in _worker_error(empty)
+    assert _worker_error("runner died") == "runner died"
