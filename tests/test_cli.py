@@ -75,7 +75,10 @@ def test_ctrl_c_during_pretraining_data_create_is_one_line_exit_130_and_leaves_n
     p = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "pretraining-data", "create", "--input", str(text),
                           "--spm-model", str(tmp_path / "m.model"), "--output-dir", str(out), "--workers", "1",
                           "--max-seq-length", "32", "--dupe-factor", "5"], cwd=root, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         # as a terminal delivers Ctrl-C: a suite started in the background (`make test &` from a
+                         # script) has SIGINT ignored, which the child would inherit and Python then never raises
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and not (out.is_dir() and any(out.iterdir())):
         time.sleep(0.1)  # the first shard file is open: creating has started
