@@ -86,10 +86,13 @@ def _resampled_medians(num: np.ndarray, den: np.ndarray, example_draws: np.ndarr
     shared with the other row of a paired difference)."""
     n_seeds = num.shape[0]
     seed_draws = rng.integers(0, n_seeds, size=(example_draws.shape[0], n_seeds))
-    # each seed's score on each draw's examples: (draws x seeds); one gather per seed keeps memory small
-    scores = np.stack([num[s][example_draws].sum(axis=1) / np.maximum(den[s][example_draws].sum(axis=1), 1e-12)
-                       for s in range(n_seeds)], axis=1)
-    return np.median(np.take_along_axis(scores, seed_draws, axis=1), axis=1)
+    return np.median(np.take_along_axis(_drawn_scores(num, den, example_draws), seed_draws, axis=1), axis=1)
+
+
+def _drawn_scores(num: np.ndarray, den: np.ndarray, example_draws: np.ndarray) -> np.ndarray:
+    """Each seed's score on each draw's examples (draws x seeds); one gather per seed keeps memory small."""
+    return np.stack([num[s][example_draws].sum(axis=1) / np.maximum(den[s][example_draws].sum(axis=1), 1e-12)
+                     for s in range(num.shape[0])], axis=1)
 
 
 def _seed_medians(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -164,8 +167,7 @@ def task_mean(per_task: Sequence[tuple[Sequence, Sequence | None, bool]], *, dra
             draw = seed_draws.setdefault((who, n), rng.integers(0, n, size=(draws, n)))
             if per_example:
                 ex = shared if shared is not None else rng.integers(0, num.shape[1], size=(draws, num.shape[1]))
-                scores = np.stack([num[s][ex].sum(axis=1) / np.maximum(den[s][ex].sum(axis=1), 1e-12)
-                                   for s in range(n)], axis=1)
+                scores = _drawn_scores(num, den, ex)
                 examples.append(num.shape[1])
             else:
                 scores = np.broadcast_to(_scores(num, den), (draws, n))

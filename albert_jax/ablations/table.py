@@ -119,7 +119,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec["est"] = {k: _estimate(v) for k, v in samples.items() if v}
         rec["intrinsic"] = {k: e.value for k, e in rec["est"].items()}
         rec["curve"] = [(m["step"], m[exp.curve]) for m in metrics if exp.curve in m]
-        rec["finetune"], rec["random"] = {}, {}
+        rec["finetune"], rec["random"], rec["random_samples"] = {}, {}, {}
         for t in exp.finetune:
             task = make_task(t)
             metric, scale = task.headline, task.metric_scale
@@ -128,15 +128,12 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
             if ts is not None:
                 rec["samples"][f"ft:{t}"] = ts.samples
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
-            rec["random"][t] = _finetune_result(E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
-                                                                   metric, scale))
-        rec["vs_random"], rec["random_samples"] = {}, {}
-        for t in exp.finetune:
-            if rec["finetune"][t] and rec["random"][t]:
-                ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"],
-                                               rec["finetune"][t]["metric"], make_task(t).metric_scale)
-                rec["vs_random"][t] = _difference(rec["samples"][f"ft:{t}"], ts_random.samples)
+            ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"], metric, scale)
+            rec["random"][t] = _finetune_result(ts_random)
+            if ts_random is not None:
                 rec["random_samples"][t] = ts_random.samples
+        rec["vs_random"] = {t: _difference(rec["samples"][f"ft:{t}"], rec["random_samples"][t])
+                            for t in exp.finetune if rec["finetune"][t] and t in rec["random_samples"]}
         step_times = [m["step_time"] for m in metrics if "step_time" in m]
         rec["step_time"] = statistics.median(step_times) if step_times else None
         # The sweep records a finished row in row.json with the settings it ran under (a demo's shorter schedule,

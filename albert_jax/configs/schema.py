@@ -53,6 +53,10 @@ class Field:
     added: str = ""  # "" | "record" (old records lack it) | "fingerprint" (old fingerprints lack it too)
     written: bool = True  # False: read with its default when absent, never written by the experiment files
 
+    def __post_init__(self):
+        if self.role not in ROLES or self.added not in ("", "record", "fingerprint"):
+            raise ValueError(f"schema Field: role={self.role!r}, added={self.added!r}")
+
     @property
     def optional(self) -> bool:
         """A config may lack the field (it reads as the default)."""

@@ -23,6 +23,7 @@ import importlib
 import inspect
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -438,8 +439,6 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
 def _worker_error(text: str) -> str:
     """The first error a Beam worker raised, as one line (the runner wraps it in tracebacks), made actionable where
     we know the cause."""
-    import re
-
     found = re.search(r"(?m)^\s*(?:\w+\.)*(\w*Error): (.+?)(?: \[while running .*\])?$", text)
     if not found:
         return text.strip().splitlines()[-1] if text.strip() else "the pipeline failed"

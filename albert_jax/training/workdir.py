@@ -8,8 +8,7 @@
 - `reconcile(old, new, ...)`: a resume compares the run's recorded config.json with the new one before anything
   is written. A changed model, task or data (role `identity` in configs/schema.py) is refused with the differing
   fields listed; a changed schedule (role `schedule`: steps, learning rate, warmup, batch, accumulation, weight
-  decay) only with
-  `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes` list. Fields
+  decay) only with `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes` list. Fields
   that only say how the run is watched or laid out (logging, eval and checkpoint cadence, mesh, versions) may
   change freely and are recorded too.
 """

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow_datasets as tfds
 
-from albert_jax.data.beam_runner import beam_module, runner_and_options
+from albert_jax.data.beam_runner import beam_module, download_config, runner_and_options
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.tasks.pretraining.records import encode_record
 
@@ -104,11 +104,10 @@ def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pret
     which `data.instances` reads like the local path's; returns that summary."""
     from albert_jax.data.tokenization import load_tokenizer
 
-    runner, options = runner_and_options(input_files, beam_options, workers)
+    config = download_config(input_files, beam_options, workers)
     tokenizer = load_tokenizer(tokenizer_path)
     builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking)
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(beam_runner=runner,
-                                                                              beam_options=options))
+    builder.download_and_prepare(download_config=config)
     files = [str(p) for p in sorted(Path(builder.data_dir).glob("*-train.array_record-*"))]
     summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format="tfds", tfds_dir=str(builder.data_dir), files=files,

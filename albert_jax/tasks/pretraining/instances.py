@@ -46,7 +46,6 @@ from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
 from albert_jax.data.zh_segment import Segmenter
 
 
-
 @dataclasses.dataclass(frozen=True)
 class SpecialIds:
     """The ids records are built from: [CLS], [SEP], [MASK], and the first id MLM's random replacements may draw
