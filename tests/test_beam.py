@@ -2,6 +2,7 @@
 on a real corpus, at 1 and 2 workers, for SOP, NSP and none. The tests marked `beam` run in .venv-beam
 (`make test-beam`); the one below them runs in the main venv, where Beam is absent."""
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,102 @@ def test_without_beam_the_runner_says_how_to_get_it(corpus, tmp_path, capsys):
                  "--runner", "beam"]) == 2
     err = capsys.readouterr().err
     assert "make beam" in err and "Traceback" not in err
+
+
+if HAS_BEAM:
+    from apache_beam.io.filesystem import FileMetadata
+    from apache_beam.io.localfilesystem import LocalFileSystem
+
+    class RootedFileSystem(LocalFileSystem):
+        """A Beam filesystem for the URL scheme rooted://, whose objects are files under ROOT: a store that is not a
+        local path, registered through Beam's own plugin mechanism as gs:// and s3:// are (no bucket is reachable
+        here). It checks that our inputs go through Beam's filesystems by URL, which is the part that is ours."""
+        ROOT = ""
+
+        @classmethod
+        def scheme(cls):
+            return "rooted"
+
+        def _local(self, url):
+            return os.path.join(self.ROOT, url[len("rooted://"):])
+
+        def exists(self, path):
+            return os.path.exists(self._local(path))
+
+        def _list(self, prefix):
+            for dirpath, _, names in os.walk(self._local(prefix)):
+                for n in names:
+                    local = os.path.join(dirpath, n)
+                    yield FileMetadata("rooted://" + os.path.relpath(local, self.ROOT), os.path.getsize(local),
+                                       os.path.getmtime(local))
+
+        def _path_open(self, path, mode, mime_type="application/octet-stream", compression_type=None):
+            return open(self._local(path), mode)
+
+
+@pytest.mark.beam
+def test_beam_reads_its_inputs_by_url(corpus, tmp_path):
+    """Inputs named by URL (a pattern, as gs://bucket/docs/*.txt) are listed and read through Beam's filesystems,
+    and give the local path's records byte for byte; the tokenizer travels with the pipeline (a worker on another
+    machine has no copy of the model file)."""
+    import shutil
+
+    from albert_jax.tasks.pretraining.beam import create_with_beam, read_beam_records, sample_with_beam
+    from albert_jax.data.sentence_sample import local_sample
+
+    files, model, tok = corpus
+    RootedFileSystem.ROOT = str(tmp_path / "store")
+    for f in files:
+        (tmp_path / "store" / "docs").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, tmp_path / "store" / "docs" / f.name)
+    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=1, task="nsp", nsp_buffer_docs=8)
+    ordered = sorted(files, key=lambda f: f.name)  # a pattern expands in sorted order
+    local = local_records(ordered, tok, tmp_path / "local", cfg, seed=3)
+    # in_memory: the rooted:// filesystem is registered in this process only (a real one is imported by Beam)
+    opts = "--direct_running_mode=in_memory"
+    create_with_beam(["rooted://docs/*.txt"], str(model), tmp_path / "beam", cfg, seed=3, beam_options=opts)
+    assert read_beam_records(tmp_path / "beam") == local
+    sample_with_beam(["rooted://docs/*.txt"], 50, tmp_path / "s.txt", seed=1, beam_options=opts)
+    assert (tmp_path / "s.txt").read_text(encoding="utf-8").splitlines() == local_sample(ordered, 50, seed=1)
+    with pytest.raises(FileNotFoundError, match=r"rooted://docs/\*\.md matches no file"):
+        create_with_beam(["rooted://docs/*.md"], str(model), tmp_path / "none", cfg, beam_options=opts)
+
+
+@pytest.mark.beam
+def test_a_url_without_its_filesystem_names_the_package():
+    from albert_jax.data.files import expand_inputs
+
+    with pytest.raises(ValueError, match=r"nope://b/x\.txt: Beam has no filesystem for nope://"):
+        expand_inputs(["nope://b/x.txt"], "pretraining-data")
+
+
+@pytest.mark.skipif(HAS_BEAM, reason="the message for a venv without Beam (the main one)")
+def test_a_url_input_without_beam_says_how_to_get_it(tmp_path):
+    from albert_jax.data.files import expand_inputs, is_url
+
+    with pytest.raises(ValueError, match=r"gs://bucket/docs/\*\.txt: reading a gs:// input needs Apache Beam.*"
+                                         r"apache-beam\[gcp\]"):
+        expand_inputs(["gs://bucket/docs/*.txt"], "pretraining-data")
+    (tmp_path / "a.txt").write_text("x\n")
+    assert expand_inputs([tmp_path / "a.txt"], "x") == [str(tmp_path / "a.txt")] and not is_url(tmp_path / "a.txt")
+    with pytest.raises(FileNotFoundError, match="pretraining-data input .*b.txt does not exist"):
+        expand_inputs([tmp_path / "b.txt"], "pretraining-data")
+
+
+def test_a_wordpiece_tokenizer_travels_with_its_vocabulary(tmp_path):
+    """A Beam worker on another machine unpickles the tokenizer without the vocab file at its path."""
+    import pickle
+
+    from albert_jax.data.wordpiece import WordPieceTokenizer
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "sat"]) + "\n")
+    tok = WordPieceTokenizer(vocab, lower=True)
+    data, fingerprint = pickle.dumps(tok), tok.fingerprint
+    vocab.unlink()
+    again = pickle.loads(data)
+    assert again.encode("The cats sat") == tok.encode("The cats sat") == [5, 6, 7, 8]
+    assert again.fingerprint == fingerprint
 
 
 def _examples(builder) -> dict[str, list]:

@@ -8,7 +8,6 @@ Beam pipelines: the corpus builders (`data build --beam-options`, data/builders.
 """
 from __future__ import annotations
 
-import os
 import shlex
 
 import tensorflow_datasets as tfds
@@ -24,25 +23,29 @@ def beam_module():
         raise ValueError(BEAM_HELP) from None
 
 
-def runner_and_options(input_files, beam_options: str, workers: int):
-    """(runner, PipelineOptions) for the user's Beam flags, after checking that Beam and the inputs exist: with
-    no --runner among the flags, the Python FnApiRunner in multi-processing mode over `workers` processes (no
-    Prism download); otherwise None, and Beam picks the runner the flags name."""
+def runner_and_options(beam_options: str, workers: int):
+    """(runner, PipelineOptions) for the user's Beam flags, after checking that Beam is there: with no --runner
+    among the flags, the Python FnApiRunner in multi-processing mode over `workers` processes (no Prism download);
+    otherwise None, and Beam picks the runner the flags name. (The inputs are data/files.expand_inputs' to check.)"""
     beam_module()  # before any work: without Beam, say how to get it
-    for f in input_files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"input {f} does not exist")
+    from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
 
     flags = shlex.split(beam_options)
-    if any(f.startswith("--runner") for f in flags):
-        return None, PipelineOptions(flags)
+    named = any(f.startswith("--runner") for f in flags)
+    if not named:
+        flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
+    options = PipelineOptions(flags)
+    # The launching process lists and checks URL inputs (data/files.py) before the pipeline exists: give its
+    # filesystems the user's flags now (an S3 endpoint and keys, a GCP project), as the pipeline would.
+    FileSystems.set_options(options)
+    if named:
+        return None, options
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}", *flags]
-    return FnApiRunner(), PipelineOptions(flags)
+    return FnApiRunner(), options
 
 
-def download_config(input_files, beam_options: str, workers: int) -> tfds.download.DownloadConfig:
+def download_config(beam_options: str, workers: int) -> tfds.download.DownloadConfig:
     """TFDS's download config that runs a Beam builder on that runner."""
-    runner, options = runner_and_options(input_files, beam_options, workers)
+    runner, options = runner_and_options(beam_options, workers)
     return tfds.download.DownloadConfig(beam_runner=runner, beam_options=options)

@@ -415,8 +415,10 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
             raise ValueError(f"{base}: --beam-options builds the pretraining corpora (albert_pretrain_en, "
                              "albert_pretrain_zh, text_corpus); the labeled sets are small and build locally")
         from albert_jax.data import beam_runner
+        from albert_jax.data.files import expand_inputs
 
-        download_config = beam_runner.download_config(builder_kwargs.get("paths", ()), beam_options, workers)
+        download_config = beam_runner.download_config(beam_options, workers)
+        expand_inputs(builder_kwargs.get("paths", ()), "corpus")  # a missing file: one line, before any work
     if config:
         builder_kwargs.setdefault("corpus_name" if base == "text_corpus" else "config", config)
     root = Path(data_dir) if data_dir is not None else default_data_dir(cache_dir)

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from albert_jax.data.files import open_binary
+
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 NUM_SPECIAL_IDS = 5
 SPECIAL_PIECES = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
@@ -76,7 +78,7 @@ def iter_lines(path: str | os.PathLike, *, max_chars: int = MAX_LINE_CHARS,
     text). Over-long lines are skipped; their line numbers are appended to `skipped`.
     """
     limit = 4 * max_chars + 4  # UTF-8 needs at most 4 bytes a character
-    with open(path, "rb") as f:
+    with open_binary(path) as f:  # a local file, or a URL through Beam's filesystems (data/files.py)
         lineno = 0
         while True:
             raw = f.readline(limit)

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -67,11 +68,15 @@ class WordPieceTokenizer:
             lower = bool(json.loads(cfg.read_text()).get("do_lower_case", True))
         return cls(directory / "vocab.txt", lower=lower)
 
-    def __getstate__(self):  # rebuilt from the file: worker processes (spawn) get a tokenizer of their own
-        return dict(vocab_path=str(self.vocab_path), lower=self.lower)
+    def __getstate__(self):  # rebuilt in the worker: processes (spawn) and Beam workers get a tokenizer of their own
+        return dict(vocab_path=str(self.vocab_path), lower=self.lower, vocab=self.vocab_path.read_bytes())
 
     def __setstate__(self, state):
-        self.__init__(Path(state["vocab_path"]), lower=state["lower"])
+        path = Path(state["vocab_path"])
+        if not path.is_file() and "vocab" in state:  # a worker on another machine: the vocabulary came with it
+            path = Path(tempfile.mkdtemp(prefix="albert-jax-vocab-")) / "vocab.txt"
+            path.write_bytes(state["vocab"])
+        self.__init__(path, lower=state["lower"])
 
     @property
     def vocab_size(self) -> int:

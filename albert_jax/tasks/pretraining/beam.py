@@ -19,12 +19,13 @@ import dataclasses
 import hashlib
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import tensorflow_datasets as tfds
+from etils import epath
 
 from albert_jax.data.beam_runner import beam_module, download_config, runner_and_options
+from albert_jax.data.files import absolute, expand_inputs
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.tasks.pretraining.records import encode_record
 
@@ -39,26 +40,18 @@ class InstancesConfig(tfds.core.BuilderConfig):
 
 class _FileRecords:
     """FlatMap's function: (shard index, file) -> (key, example) for every record of that file. A class, not a
-    closure, so that it pickles to other processes and machines; the tokenizer is loaded once per worker."""
+    closure, so that it pickles to other processes and machines. It carries the tokenizer the launching process
+    loaded (a SentencePiece model pickles as its bytes), so a worker needs no copy of the tokenizer file; its input
+    file it reads by path or URL (data/files.py)."""
 
-    def __init__(self, config: InstancesConfig):
+    def __init__(self, config: InstancesConfig, tokenizer):
         self.config = config
-        self._tokenizer = None
-
-    def __getstate__(self):
-        return {"config": self.config}
-
-    def __setstate__(self, state):
-        self.__init__(state["config"])
+        self.tokenizer = tokenizer
 
     def __call__(self, item):
-        from albert_jax.data.tokenization import load_tokenizer
-
         shard, path = item
-        if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(self.config.tokenizer)
         cfg = ptd.PretrainingConfig(**json.loads(self.config.pretraining))
-        for i, rec in enumerate(ptd.shard_records(shard, path, cfg, self.config.seed, self._tokenizer,
+        for i, rec in enumerate(ptd.shard_records(shard, path, cfg, self.config.seed, self.tokenizer,
                                                   self.config.zh_masking)):
             yield f"{shard:05d}-{i:010d}", {"shard": shard, "index": i, "record": encode_record(rec)}
 
@@ -69,8 +62,9 @@ class PretrainingInstances(tfds.core.GeneratorBasedBuilder):
     VERSION = tfds.core.Version("1.0.0")
     BUILDER_CONFIGS = [InstancesConfig(name="default")]
 
-    def __init__(self, *, config: InstancesConfig | None = None, **kwargs):
+    def __init__(self, *, config: InstancesConfig | None = None, tokenizer=None, **kwargs):
         super().__init__(config=config, file_format="array_record", **kwargs)
+        self.tokenizer = tokenizer  # loaded once here and shipped to the workers (_FileRecords)
 
     def _info(self):
         return tfds.core.DatasetInfo(
@@ -85,17 +79,17 @@ class PretrainingInstances(tfds.core.GeneratorBasedBuilder):
     def _generate_examples(self):
         beam = beam_module()
         files = [(i, f) for i, f in enumerate(self.builder_config.files)]
-        return beam.Create(files) | beam.FlatMap(_FileRecords(self.builder_config))
+        return beam.Create(files) | beam.FlatMap(_FileRecords(self.builder_config, self.tokenizer))
 
 
 def builder_for(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig, seed: int,
-                zh_masking: str = "char") -> PretrainingInstances:
-    files = tuple(os.path.abspath(f) for f in input_files)
+                zh_masking: str = "char", tokenizer=None) -> PretrainingInstances:
+    files = tuple(absolute(f) for f in input_files)
     spec = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
     digest = hashlib.sha256(json.dumps([files, os.path.abspath(tokenizer_path), spec, seed, zh_masking]).encode())
     config = InstancesConfig(name=f"i{digest.hexdigest()[:16]}", files=files, tokenizer=os.path.abspath(tokenizer_path),
                              pretraining=spec, seed=seed, zh_masking=zh_masking)
-    return PretrainingInstances(config=config, data_dir=str(output_dir))
+    return PretrainingInstances(config=config, data_dir=str(output_dir), tokenizer=tokenizer)
 
 
 def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.PretrainingConfig = ptd.PretrainingConfig(),
@@ -104,17 +98,20 @@ def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pret
     which `data.instances` reads like the local path's; returns that summary."""
     from albert_jax.data.tokenization import load_tokenizer
 
-    config = download_config(input_files, beam_options, workers)
+    config = download_config(beam_options, workers)  # first: without Beam, say how to get it
+    input_files = expand_inputs(input_files, "pretraining-data")
     tokenizer = load_tokenizer(tokenizer_path)
-    builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking)
+    builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking, tokenizer)
     builder.download_and_prepare(download_config=config)
-    files = [str(p) for p in sorted(Path(builder.data_dir).glob("*-train.array_record-*"))]
+    # TFDS's own path type: the output directory may be a bucket (gs://B/inst) where TFDS writes the records.
+    out = epath.Path(output_dir)
+    files = [str(p) for p in sorted(epath.Path(builder.data_dir).glob("*-train.array_record-*"))]
     summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format="tfds", tfds_dir=str(builder.data_dir), files=files,
                    totals={"instances": int(builder.info.splits["train"].num_examples), "files": len(files)})
-    tmp = Path(output_dir) / ".pretraining_data.json.tmp"
+    tmp = out / ".pretraining_data.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1) + "\n")
-    os.replace(tmp, Path(output_dir) / "pretraining_data.json")
+    tmp.replace(out / "pretraining_data.json")
     return summary
 
 
@@ -139,10 +136,11 @@ def sample_with_beam(input_files, size: int, output, seed: int = 0, *, beam_opti
     in key order (one text element, written as one file: WriteToText reaches any filesystem Beam knows)."""
     if size < 1:
         raise ValueError(f"sample size {size}: at least 1")
-    runner, options = runner_and_options(input_files, beam_options, workers)
+    runner, options = runner_and_options(beam_options, workers)
+    input_files = expand_inputs(input_files, "sample")
     beam = beam_module()
     with beam.Pipeline(runner=runner, options=options) as p:
-        _ = (p | beam.Create([(i, os.path.abspath(f)) for i, f in enumerate(input_files)])
+        _ = (p | beam.Create([(i, absolute(f)) for i, f in enumerate(input_files)])
              | beam.FlatMap(_KeyedSentences(seed))
              | beam.combiners.Top.Smallest(size)
              | beam.Map(_joined)
@@ -175,7 +173,7 @@ class TfdsRecords:
 
 def read_beam_records(output_dir) -> dict[str, bytes]:
     """{key: our record bytes} of a Beam-built directory (tests, and a check against the local path)."""
-    summary = json.loads((Path(output_dir) / "pretraining_data.json").read_text())
+    summary = json.loads((epath.Path(output_dir) / "pretraining_data.json").read_text())
     builder = tfds.builder_from_directory(summary["tfds_dir"])
     source = builder.as_data_source(split="train")
     return {f"{int(ex['shard']):05d}-{int(ex['index']):010d}": bytes(ex["record"]) for ex in source}

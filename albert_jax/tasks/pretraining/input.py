@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from etils import epath
 
 from albert_jax.configs.schema import data_field
 from albert_jax.data import input_pipeline
@@ -330,7 +331,7 @@ def heldout_text(d, texts: dict[str, Path]) -> Path:
 
 def _read_instances(directory: str, field: str) -> tuple[dict, list[str]]:
     """(pretraining_data.json, shard paths) of a `pretraining-data create` output directory."""
-    meta = Path(directory) / "pretraining_data.json"
+    meta = epath.Path(directory) / "pretraining_data.json"  # TFDS's path type: a Beam build may sit in a bucket
     if not meta.is_file():
         raise ValueError(f"data.{field}={directory}: no pretraining_data.json there; point it at the --output-dir of "
                          "`albert-jax pretraining-data create`")

@@ -42,6 +42,7 @@ import numpy as np
 from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
                                             read_records, shard_paths)
 from albert_jax.data.tokenization import CLS_ID, MASK_ID, NUM_SPECIAL_IDS, SEP_ID, Tokenizer, iter_lines, load_tokenizer
+from albert_jax.data.files import expand_inputs
 from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
 from albert_jax.data.zh_segment import Segmenter
 
@@ -484,12 +485,9 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
 
     `zh_masking` (data/zh_segment.py): char (the tokenizer's words), jieba, or gold (input files whose words are
     separated by spaces); the last two need a tokenizer with offsets (WordPiece)."""
-    input_files = [str(f) for f in input_files]
     if not input_files:
         raise ValueError("no input files given")
-    for f in input_files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"pretraining-data input {f} does not exist")
+    input_files = expand_inputs(input_files, "pretraining-data")  # local paths, or URLs through Beam (data/files.py)
     if isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = load_tokenizer(tokenizer)
     if zh_masking not in ZH_MASKING:
