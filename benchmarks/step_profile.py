@@ -122,13 +122,14 @@ def table(rows: dict[str, dict]) -> str:
 def main(argv=None):
     import models
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="smoke4", help="a preset, smoke4 or tiny (benchmarks/models.py)")
+    p.add_argument("--model", default="smoke4", help="a preset, smoke4, cpu or tiny (benchmarks/models.py)")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--variants", default="scan,unrolled",
                    help="comma list of scan|unrolled, each with an optional :REMAT policy (none, dots, "
-                        "dots_no_batch, full), e.g. scan,scan:dots,unrolled")
+                        "dots_no_batch, full) and an optional @DTYPE of the compute (float32, bfloat16), e.g. "
+                        "scan,scan:dots,unrolled,scan@bfloat16")
     p.add_argument("--keep", default="", help="leave each variant's trace in DIR/<variant>")
     p.add_argument("--json", default="", help="also write the numbers to this file")
     a = p.parse_args(argv)
@@ -136,11 +137,13 @@ def main(argv=None):
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     prepared = {}
     for v in variants:
-        loop, _, remat = v.partition(":")
+        head, _, dtype = v.partition("@")
+        loop, _, remat = head.partition(":")
         if loop not in ("scan", "unrolled"):
-            p.error(f"--variants: {v!r} is not scan or unrolled (with an optional :REMAT)")
+            p.error(f"--variants: {v!r} is not scan or unrolled (with an optional :REMAT and @DTYPE)")
         prepared[v] = Prepared(models.model_config(
-            a.model, scan_layers=loop == "scan", remat_policy=remat or "none", hidden_dropout_prob=0.0,
+            a.model, scan_layers=loop == "scan", remat_policy=remat or "none", dtype=dtype or "float32",
+            hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0, max_position_embeddings=max(512, a.seq)), a.batch, a.seq)
     # Wall time with the steps interleaved, so that this VM's drift over minutes hits every variant alike.
     times = {name: [] for name in prepared}

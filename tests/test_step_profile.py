@@ -29,7 +29,7 @@ def test_ops_are_sorted_by_kind(name, kind):
 def test_profile_of_a_tiny_model_accounts_for_its_steps(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
     p = subprocess.run([sys.executable, "benchmarks/step_profile.py", "--model", "tiny", "--batch", "2", "--seq",
-                        "32", "--steps", "2", "--keep", str(tmp_path), "--json", str(tmp_path / "rows.json")],
+                        "32", "--steps", "2", "--variants", "scan,unrolled,unrolled:dots@bfloat16", "--keep", str(tmp_path), "--json", str(tmp_path / "rows.json")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     rows = json.loads((tmp_path / "rows.json").read_text())
@@ -38,9 +38,12 @@ def test_profile_of_a_tiny_model_accounts_for_its_steps(tmp_path):
         assert r["op_s"] == pytest.approx(sum(r["kinds"].values()))
         assert r["kinds"].get(MATMUL, 0) > 0, r["kinds"]
         assert r["kinds"].get("other", 0) < 0.2 * r["op_s"], r["kinds"]  # the rules still know XLA's names
-        assert os.listdir(tmp_path / name)  # --keep left the trace
+        assert os.listdir(tmp_path / name.replace(":", "-"))  # --keep left the trace
     # The scanned encoder writes each layer's saved values into stacked buffers; the unrolled one has none.
     assert rows["scan"]["kinds"].get("scan stacking", 0) > 0
     assert rows["unrolled"]["kinds"].get("scan stacking", 0) == 0
     assert rows["scan"]["step_over_scan"] == 1 and rows["unrolled"]["step_over_scan"] > 0
+    # A variant names its remat policy and compute dtype: the bf16 step casts where the f32 one has nothing to cast.
+    assert rows["unrolled:dots@bfloat16"]["step_over_scan"] > 0
+    assert rows["unrolled:dots@bfloat16"]["ops_per_step"] != rows["unrolled"]["ops_per_step"]
     assert "| scan stacking (ms, share) |" in p.stdout and "| cores busy (process CPU time / wall) |" in p.stdout
