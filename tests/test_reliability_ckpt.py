@@ -224,6 +224,23 @@ def test_resume_with_another_model_is_refused_and_config_json_is_untouched(base,
     assert steps_of(wd / "checkpoints") == [4, 8]  # nothing set aside
 
 
+def test_resume_with_changed_data_is_refused_before_the_new_data_is_built(base, tmp_path):
+    """A changed data field (here the n-gram length) would build new pretraining instances, minutes on a real
+    corpus, before the full record comparison refused it: the experiment config is compared first."""
+    from albert_jax.data.fetch import default_cache_dir
+
+    wd = copy_of(base, tmp_path, "data")
+    before = (wd / "config.json").read_bytes()
+    cache = default_cache_dir() / "pretrain"
+    built = sorted(p.name for p in cache.glob("*/train-*"))
+    p = pretrain(wd, *sets("data.ngram=2"), check=False)
+    assert p.returncode == 2
+    line = error_line(p)
+    assert "experiment.data.ngram: 3 -> 2" in line and "another model or data" in line
+    assert sorted(p.name for p in cache.glob("*/train-*")) == built  # no instances were made for ngram=2
+    assert (wd / "config.json").read_bytes() == before
+
+
 def test_changed_schedule_needs_the_flag_and_is_recorded(base, tmp_path):
     wd = copy_of(base, tmp_path, "schedule")
     before = (wd / "config.json").read_bytes()

@@ -76,6 +76,7 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     from albert_jax.tasks.pretraining import input as pretrain_input  # imports tfds/grain only when training
 
     validate.validate(config, "pretrain", workdir)  # the whole config, in seconds, before any data is built
+    loop.check_resume(config, workdir)  # and a resume that changes the run, before its new data is built
     init_distributed(config)
     validate.check_devices(config)
     data = pretrain_input.prepare(config)

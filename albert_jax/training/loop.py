@@ -85,6 +85,19 @@ def jsonable(config) -> dict:
     return json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else dict(config)
 
 
+def check_resume(config, workdir: str) -> None:
+    """Refuse, before any data is built, a resume whose config changes what the recorded run is (or its schedule,
+    without the flag): `_setup` compares the whole record later, but a changed data field would first build the
+    new data (minutes) only to be refused. This compares the part known now, the experiment config, the same way."""
+    if not ckpt.has_steps(os.path.join(workdir, rundir.CHECKPOINTS)):
+        return
+    recorded = wdir.read_record(workdir)
+    if recorded is None or "experiment" not in recorded:
+        return
+    wdir.reconcile(workdir, {"experiment": recorded["experiment"]}, {"experiment": json.loads(json.dumps(jsonable(config)))},
+                   allow_changed_schedule=bool(config.train.get("allow_changed_schedule", False)), at_step=None)
+
+
 def _truncate_metrics(path: str, last_step: int) -> list[dict]:
     """Drop records past the restored step: they describe training that the resume rolls back. Returns the kept
     records (the run's clock continues from them)."""
