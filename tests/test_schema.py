@@ -82,6 +82,18 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     assert "data.packing" in schema.ADDED_DEFAULTS and "data.packing" not in schema.FINGERPRINT_OMITS_AT_DEFAULT
 
 
+def test_a_finetune_resume_may_not_change_its_head_or_depth(tmp_path):
+    """head and depth change the model a checkpoint belongs to; a record from before they existed reads their
+    defaults, so it still resumes when they are left at them."""
+    older = {"experiment": {"task": "rt_sentiment"}}
+    new = {"experiment": {"task": "rt_sentiment", "head": "default", "depth": 0}}
+    assert workdir.reconcile(str(tmp_path), older, new, allow_changed_schedule=False, at_step=4)[1] == {}
+    for field, value in (("head", "pabee"), ("depth", 8)):
+        changed = {"experiment": {**new["experiment"], field: value}}
+        with pytest.raises(workdir.WorkdirError, match=rf"another model.*experiment.{field}: .* -> \"?{value}"):
+            workdir.reconcile(str(tmp_path), new, changed, allow_changed_schedule=True, at_step=4)
+
+
 def test_a_shared_key_means_one_thing():
     """train.* and data.max_seq_length appear in both drivers' sections: the schema refuses two meanings."""
     for key in ("train.batch_size", "train.weight_decay", "data.max_seq_length"):

@@ -175,8 +175,11 @@ FINETUNE_TOP = {
     "init": _str(default="random", **_ID),
     "init_step": _int(0, note=" (0: the source's best or latest checkpoint)", default=0, **_ID),
     "reset_head": _bool(default=False, **_ID),  # a fine-tuned source's head is reused for its task unless true
-    "head": _choice(HEADS, default="default"),
-    "depth": _int(0, note=" (0: the init source's depth)", default=0),  # k: an all-shared source applied k times
+    # Identity: another head or depth is another model (a resume would load the wrong tree or apply it k times);
+    # a record from before they existed reads their defaults.
+    "head": _choice(HEADS, default="default", added="record", **_ID),
+    "depth": _int(0, note=" (0: the init source's depth)", default=0, added="record", **_ID),  # k: an all-shared
+    # source applied k times
     "num_seeds": _int(1),
 }
 FINETUNE_TRAIN = {**TRAIN_COMMON, "weight_decay": _WEIGHT_DECAY}
