@@ -14,6 +14,7 @@ import heapq
 import os
 from collections.abc import Iterator
 
+from albert_jax.data.files import expand_inputs
 from albert_jax.data.tokenization import iter_lines
 
 
@@ -32,9 +33,7 @@ def keyed_sentences(file_index: int, path: str, seed: int) -> Iterator[tuple[int
 def local_sample(files, size: int, seed: int = 0) -> list[str]:
     if size < 1:
         raise ValueError(f"sample size {size}: at least 1")
-    for f in files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"sample input {f} does not exist")
+    files = expand_inputs(files, "sample")  # local paths, or URLs through Beam's filesystems (data/files.py)
     keyed = (kv for i, f in enumerate(files) for kv in keyed_sentences(i, str(f), seed))
     return [text for _, text in heapq.nsmallest(size, keyed)]
 
