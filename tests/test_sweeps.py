@@ -132,6 +132,13 @@ def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
     assert T.describe_arch(arch["share the shallow layers"]) == "E=128 H=128 L=4 sharing_map=0x2.1-2"
     assert T.describe_arch(arch["share the deep layers"]) == "E=128 H=128 L=4 sharing_map=0-1.2x2"
     assert T.describe_arch(arch["not-shared"]) == "E=128 H=128 L=4 none"
+    # claim (c)'s grouped row reads sharing=all too: its groups tell it (and its random-init twin) apart
+    rows = {r.name: r.fields for r in R.get("claim_every3").rows_at("cpu")}
+    arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128, "sharing": f["model.sharing"],
+                "num_hidden_layers": f["model.num_hidden_layers"], "num_hidden_groups": f.get("model.num_hidden_groups")}
+            for r, f in rows.items()}
+    assert T.describe_arch(arch["share every 3 layers"]) == "E=16 H=128 L=6 all, 2 groups"
+    assert T.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
 
 
 def test_sweep_settings_must_name_their_stage():

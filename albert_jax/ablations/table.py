@@ -107,7 +107,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         cfg = _read_json(pre / rundir.CONFIG)
         rec["params_run"] = AlbertConfig.from_dict(cfg["model"]).param_count() if cfg else None
         rec["arch"] = ({k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers",
-                                                              "sharing", "sharing_map")} if cfg else None)
+                                                              "sharing", "sharing_map", "num_hidden_groups")}
+                       if cfg else None)
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
         pre_dirs = E.seeded_dirs(p.directory, "pretrain")
@@ -313,9 +314,13 @@ def cell(rec: dict, key: str) -> str:
 
 
 def describe_arch(arch: dict) -> str:
-    """"E=128 H=128 L=4 all", or the layer -> parameter-set map where one is set (it overrides `sharing`)."""
+    """"E=128 H=128 L=4 all", "... all, 2 groups" where consecutive layers share one set per group, or the
+    layer -> parameter-set map where one is set (it overrides `sharing`). Rows whose random-init twins differ must
+    read differently: the table lists one twin per description."""
     shared = f"sharing_map={arch['sharing_map']}" if arch.get("sharing_map") else arch["sharing"]
-    return f"E={arch['embedding_size']} H={arch['hidden_size']} L={arch['num_hidden_layers']} {shared}"
+    groups = arch.get("num_hidden_groups") or 1
+    return (f"E={arch['embedding_size']} H={arch['hidden_size']} L={arch['num_hidden_layers']} {shared}"
+            + (f", {groups} groups" if groups > 1 else ""))
 
 
 def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
