@@ -34,15 +34,18 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock
 	$(PY) -m pip install -q -r requirements-tf.txt -c requirements.lock
 	touch $(TF_STAMP)
 
-# Two pytest workers by default (pytest-xdist), each taking a whole test file at a time so a file's module fixtures
-# are built once: much of a test's time is XLA compiling on one core, so on 2 cores two files at once take about
-# half as long as one after the other (docs/benchmarks.md, "Test suite"). TEST_WORKERS=0 runs in this process.
+# Three pytest workers by default (pytest-xdist), each taking a whole test file at a time so a file's module fixtures
+# are built once: much of a test's time is XLA compiling on one core, and many tests wait on a child process, a lock
+# or a signal, so on 2 cores a third worker fills those waits (1.9 cores busy against 1.5-1.8 with two workers:
+# docs/benchmarks.md, "Test suite"). TEST_WORKERS=0 runs in this process.
 # --no-loadscope-reorder keeps the order tests/conftest.py gives the files (longest first): by default xdist
 # hands out the files with the most tests first, which started the two 8-minute smoke-sweep files last.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
-test: install data $(TF_STAMP)
+# Then the Beam pipeline's tests in the Beam venv (below): its records equal the local path's on a real corpus.
+test: install data $(TF_STAMP) $(BEAM_STAMP)
 	$(PY) -m pytest tests -m "not sweeps and not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -p no:cacheprovider --durations=5
 
 # The smoke sweeps of the twelve experiments `make test` leaves out (tests/smoke_sweeps.py says which two it keeps):
 # every registered experiment pretrained, fine-tuned and tabled at the smoke scale. CI runs it after `make test`.
@@ -51,7 +54,9 @@ test-sweeps: install data $(TF_STAMP)
 		-n $(TEST_WORKERS) $(XDIST) --durations=10
 
 # Apache Beam (requirements-beam.txt) in a venv of its own: it pins protobuf, pyarrow, pillow and python-dateutil
-# below our lock, so the Beam venv takes the main lock without those four plus requirements-beam.lock.
+# below our lock, so the Beam venv takes the main lock without those four plus requirements-beam.lock. (One shared
+# venv fails: sentencepiece 0.2.3's generated sentencepiece_model_pb2 needs protobuf >= 7.36.1 at run time, which
+# transformers imports to convert an SPM tokenizer for the HF export; Beam 2.77 pins protobuf < 7.)
 $(BEAM_STAMP): requirements.txt requirements.lock requirements-beam.txt requirements-beam.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV_BEAM)
 	$(VENV_BEAM)/bin/python -m pip install -q --upgrade pip
@@ -64,9 +69,8 @@ $(BEAM_STAMP): requirements.txt requirements.lock requirements-beam.txt requirem
 
 beam: $(BEAM_STAMP)
 
-# The Beam pipeline's tests (tests/test_beam.py, marker `beam`; the other files need torch, which this venv lacks),
-# in the Beam venv: the same records as the local path on a real corpus,
-# at 1 and 2 workers. CI runs it after `make test-sweeps` (.ci/run).
+# The Beam pipeline's tests alone (tests/test_beam.py; the other files need torch, which this venv lacks), in the
+# Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` ends with them.
 test-beam: data $(BEAM_STAMP)
 	$(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -m beam -p no:cacheprovider --durations=10
 

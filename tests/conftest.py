@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+from procs import user_env, xla_flags  # standard library only
+
+os.environ.setdefault("XLA_FLAGS", xla_flags(devices=8))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("USE_TF", "0")  # as albert_jax sets it: transformers on PyTorch even with TF installed
@@ -26,19 +28,19 @@ def tiny_pretrained(tmp_path_factory):
            "experiments/pretrain.py:scale=cpu", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
            "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
            "--set", "model.num_hidden_layers=2"]
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return wd
 
 
-# The longest files first (under `make test`, 2-4 minutes each on a cold cache; the twelve smoke sweeps that took
-# 8-10 minutes per file run under `make test-sweeps`): `make test`'s two xdist workers take a file each at a time in
-# collection order (the Makefile turns off xdist's own reordering by test count), and a long file started last runs
-# alone while the other worker idles.
-LONGEST_FIRST = ("test_sweeps.py", "test_benchmarks.py", "test_train.py", "test_reliability_ckpt.py",
-                 "test_smoke_sweeps_ablations.py", "test_finetune.py", "test_multihost.py", "test_pretraining_data.py",
-                 "test_own_data.py", "test_export.py", "test_formulations.py", "test_smoke_sweeps_sizes.py")
+# The longest files first (under `make test`, 1-5 minutes each on a cold cache, measured 2026-12-04; the twelve smoke
+# sweeps that took 8-10 minutes per file run under `make test-sweeps`): `make test`'s xdist workers take a file each at
+# a time in collection order (the Makefile turns off xdist's own reordering by test count), and a long file started
+# last runs alone while the other workers idle.
+LONGEST_FIRST = ("test_train.py", "test_smoke_sweeps_ablations.py", "test_finetune.py", "test_benchmarks.py",
+                 "test_sweeps.py", "test_export.py", "test_reliability_ckpt.py", "test_own_data.py",
+                 "test_pretraining_data.py", "test_formulations.py", "test_catalog_tasks.py", "test_sharing_map.py",
+                 "test_model.py", "test_smoke_sweeps_sizes.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -21,6 +21,7 @@ import pytest
 
 from albert_jax.ablations import registry as R
 from albert_jax.ablations import table as T
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Fine-tuning in seconds: the smoke scale's 12 steps and 256 examples are more than a plumbing test needs.
@@ -42,8 +43,7 @@ EXTRA = {"table5": ["--seeds", "2", "--random-init"]}
 
 def run_and_check(name: str, runs) -> None:
     exp = R.get(name)
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
-    env["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
+    env = user_env()  # a user's one-device process
     args = ["sweep", name, "--scale", "smoke", "--runs", str(runs), *FAST, *EXTRA.get(name, []), "--table"]
     seeds = int(EXTRA.get(name, ["--seeds", "1"])[1])
     p = subprocess.run([sys.executable, "-m", "albert_jax.main", *args], cwd=ROOT, env=env, capture_output=True,

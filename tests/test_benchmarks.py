@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUITES = ("ceiling", "train", "inference", "finetune", "compile", "memory")
@@ -44,7 +45,7 @@ def positive(x) -> bool:
 
 def run_suite(out, suite: str, *extra: str) -> dict:
     """Runs SUITE (one, or a comma list) and returns the JSON of the last suite it names."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    env = user_env()  # a user's one-device process
     p = subprocess.run([sys.executable, "benchmarks/run.py", suite, "--quick", "--out", str(out), *extra], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

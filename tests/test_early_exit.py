@@ -21,6 +21,7 @@ from albert_jax.runs import finetune as ft
 from albert_jax.tasks.early_exit import EarlyExitClassificationTask, loss_weights, patience_exit, with_head
 from albert_jax.tasks.features import eval_batches
 from albert_jax.tasks.registry import make_task
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["train.num_train_steps=6", "train.eval_every=3", "train.checkpoint_every=3", "train.log_every=3",
@@ -148,7 +149,7 @@ def test_unsupported_task_and_depth_are_refused(tiny_pretrained, tmp_path):
     cmd = [sys.executable, "-m", "albert_jax.main", "finetune", "--workdir", str(tmp_path / "cli"), "--config",
            f"experiments/finetune.py:task=pd_pos,init={tiny_pretrained},scale=smoke,head=pabee"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if k != "XLA_FLAGS"})
+                       env=user_env())
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert "head=pabee: task pd_pos is a TaggingTask" in p.stderr.strip().splitlines()[-1]
 

@@ -41,7 +41,7 @@ def test_smoke_and_cpu_scales_share_the_model_and_data_and_differ_in_schedule():
     smoke, cpu = load_config("experiments/pretrain.py:scale=smoke"), load_config("experiments/pretrain.py:scale=cpu")
     assert smoke.model.to_dict() == cpu.model.to_dict()
     differs = {k for k in cpu.data.to_dict() if smoke.data[k] != cpu.data[k]}
-    assert differs == {"max_docs"} and (smoke.data.max_docs, cpu.data.max_docs) == (400, 0)  # cpu: the whole mix
+    assert differs == {"max_docs"} and (smoke.data.max_docs, cpu.data.max_docs) == (100, 0)  # cpu: the whole mix
     assert (smoke.train.num_train_steps, cpu.train.num_train_steps) == (4, 3000)
     assert cpu.train.eval_batches == 0 and cpu.train.num_train_steps // cpu.train.eval_every >= 8
     assert smoke.train.eval_every <= smoke.train.num_train_steps  # a smoke run still evaluates (the intrinsic row)

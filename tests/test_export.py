@@ -29,6 +29,7 @@ from albert_jax.main import main
 from albert_jax.runs import export as ex
 from albert_jax.tasks.classification import load_records
 from albert_jax.tasks.registry import make_task
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-5
@@ -149,7 +150,7 @@ def test_pretraining_run_to_hf_matches_on_real_text(runs, tmp_path):
         _close(ours["pooled_output"], base.eval()(**enc).pooler_output, "AlbertModel pooled output")
     # `convert to-hf --workdir` is the same export, here by the CLI on one device (the run trained on 8).
     again = tmp_path / "again"
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = user_env()
     p = subprocess.run([sys.executable, "-m", "albert_jax.main", "convert", "to-hf", "--workdir", str(runs["pretrain"]),
                         "--out", str(again)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -15,6 +15,7 @@ from fault_main import command
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.features import Features, TaskDataError, encode_text
 from albert_jax.tasks.registry import LOCAL, make_task
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["train.num_train_steps=6", "train.eval_every=3", "train.checkpoint_every=3", "train.log_every=3",
@@ -22,7 +23,7 @@ TINY = ["train.num_train_steps=6", "train.eval_every=3", "train.checkpoint_every
 
 
 def _env():
-    return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    return user_env()
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ sys.path[:0] = [os.path.join(ROOT, "benchmarks")]
 import formulations  # noqa: E402
 from albert_jax.config import preset  # noqa: E402
 from albert_jax.modeling.model import AlbertModel  # noqa: E402
+from procs import user_env
 
 
 def _loss_and_grads(cfg, ids, mask, pack_ids, positions):
@@ -73,7 +74,7 @@ def test_the_model_computes_what_its_earlier_formulation_did(earlier, sharing, s
 
 
 def test_the_benchmark_times_both_builds_and_finds_them_equal(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    env = user_env()  # a user's one-device process
     p = subprocess.run([sys.executable, "benchmarks/formulations.py", "--model", "tiny", "--batch", "2",
                         "--seq", "32", "--reps", "2", "--what", "core,forward,backward", "--out", str(tmp_path)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from albert_jax import sharding
+from procs import xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,7 +59,7 @@ def _run(n_processes, devices_per_process):
     procs = []
     for pid in range(n_processes):
         env = {k: v for k, v in os.environ.items() if not k.startswith("ALBERT_JAX_")}
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices_per_process}"
+        env["XLA_FLAGS"] = xla_flags(devices=devices_per_process)
         if n_processes > 1:
             env.update({sharding.ENV_COORDINATOR: f"127.0.0.1:{port}", sharding.ENV_NUM_PROCESSES: str(n_processes),
                         sharding.ENV_PROCESS_ID: str(pid)})

@@ -1,7 +1,6 @@
 """Sequence packing for pretraining (tasks/pretraining/packing.py) on real records: the State of the Union
 sample written by create_pretraining_data with many short instances, packed and compared with unpacked."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import optim, workdir
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
+from procs import user_env
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 ROOT = Path(__file__).parent.parent
@@ -252,7 +252,7 @@ def test_packing_config_fields(tmp_path):
 def test_packed_pretraining_run(tmp_path):
     """`albert-jax pretrain` with data.packing=true on a corpus of short instances: the loop trains on full rows
     (real tokens per second close to all tokens per second) and evaluates on the unpacked sets."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    env = user_env()  # a user's one-device process
     wd = tmp_path / "packed"
     sets = ["data.corpus='text_corpus/sotu_sample'", f"data.corpus_paths='{FIXTURE}'", "data.vocab_size=2000",
             "data.max_docs=0", "data.held_out_fraction=0.2", f"data.max_seq_length={S}", "data.short_seq_prob=0.5",

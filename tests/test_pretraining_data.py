@@ -422,7 +422,8 @@ from albert_jax.configs.loader import load_config
 from albert_jax.tasks.pretraining import input as pretrain_input
 me, other = sys.argv[1:]
 config = load_config("experiments/pretrain.py:scale=smoke")
-config.data.max_docs = 200
+config.data.max_docs = 60  # the race is the point, not the size (the smoke scale reads 400)
+config.data.vocab_size = 1000
 Path(me).touch()
 while not Path(other).exists():  # both processes are past their imports: they start preparing together
     time.sleep(0.01)
@@ -454,7 +455,7 @@ def test_two_processes_preparing_one_corpus_at_once_get_the_same_data(tmp_path):
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
         # the cap is said, not applied silently (a user's corpus at the smoke scale)
-        assert "data.max_docs=200: each source of albert_pretrain_en keeps only its first 200 documents" in err
+        assert "data.max_docs=60: each source of albert_pretrain_en keeps only its first 60 documents" in err
     first, second = (json.loads(o.strip().splitlines()[-1]) for o, _ in outs)
     assert first == second and len(first["shards"]) >= 3
     assert not list(cache.glob("pretrain/*/*.tmp*"))

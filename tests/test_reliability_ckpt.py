@@ -16,6 +16,7 @@ import pytest
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training.metrics import read_jsonl
 from fault_main import command as albert_jax_cli
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # 8 steps, checkpoints at 4 and 8, one evaluation at the end.
@@ -37,7 +38,7 @@ def _compile_cache(tmp_path_factory):
 
 
 def _env(extra=None):
-    e = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "ALBERT_JAX_DEBUG")}
+    e = user_env(drop=("ALBERT_JAX_DEBUG",))
     e.update(JAX_CACHE)
     e.update(extra or {})
     return e

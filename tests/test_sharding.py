@@ -14,6 +14,7 @@ import pytest
 from jax.sharding import AxisType, PartitionSpec as P
 
 from albert_jax import sharding
+from procs import xla_flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -181,7 +182,7 @@ def test_two_processes_reduce_globally():
     procs = []
     for pid in range(2):
         env = _clean_env(**{
-            "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+            "XLA_FLAGS": xla_flags(devices=2),
             sharding.ENV_COORDINATOR: f"127.0.0.1:{port}", sharding.ENV_NUM_PROCESSES: "2",
             sharding.ENV_PROCESS_ID: str(pid),
         })

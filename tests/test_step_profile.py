@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "benchmarks")]
 
 import step_profile  # noqa: E402
+from procs import user_env
 
 MATMUL = "matmuls and what is fused into them"
 
@@ -27,7 +28,7 @@ def test_ops_are_sorted_by_kind(name, kind):
 
 
 def test_profile_of_a_tiny_model_accounts_for_its_steps(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    env = user_env()  # a user's one-device process
     p = subprocess.run([sys.executable, "benchmarks/step_profile.py", "--model", "tiny", "--batch", "2", "--seq",
                         "32", "--steps", "2", "--variants", "scan,unrolled,unrolled:dots@bfloat16", "--keep", str(tmp_path), "--json", str(tmp_path / "rows.json")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -16,10 +16,11 @@ from albert_jax.ablations import registry as R
 from albert_jax.ablations import sweep as S
 from albert_jax.ablations import table as T
 from albert_jax.config import preset
+from procs import user_env
 
 
 def _env():
-    return {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # a user's one-device process
+    return user_env()  # a user's one-device process
 
 
 def cli(*args, check=True, timeout=900):

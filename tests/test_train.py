@@ -22,6 +22,7 @@ from albert_jax.training import state as st
 from albert_jax.training import step as ts
 from albert_jax.training.metrics import read_jsonl
 from fault_main import command
+from procs import user_env
 
 CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
@@ -105,7 +106,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def pretrain(workdir, *extra, env=None, check=True, kill_at=None):
     # A fresh process: one CPU device, as a user's laptop run.
-    e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    e = user_env()
     e.update(env or {})
     p = subprocess.run([*command(kill_at), "pretrain", "--workdir", str(workdir), *SMOKE,
                         *extra], cwd=ROOT, env=e, capture_output=True, text=True, timeout=600)
@@ -209,7 +210,7 @@ def test_sigterm_checkpoints_and_exits_as_interrupted(tmp_path):
     import signal
     import time
     wd = tmp_path / "term"
-    e = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    e = user_env()
     proc = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), *SMOKE,
                              "--set", "train.num_train_steps=100000", "--set", "train.checkpoint_every=100000",
                              "--set", "train.eval_every=100000"], cwd=ROOT, env=e, stdout=subprocess.PIPE,

@@ -1,0 +1,29 @@
+"""How the suite starts JAX: its own processes and the `albert-jax` processes it launches.
+
+The tests check behaviour, never speed (benchmarks measure that, docs/benchmarks.md), and most of a test's time is
+XLA compiling tiny programs on one core. LLVM's optimisation level 0 compiles the same programs about a third faster
+(tests/test_formulations.py with test_model.py: 167 s of CPU at the default level, 109 s at 0) and computes the same
+functions; every comparison a test makes runs both sides under the same flags. Standard library only: conftest.py
+imports this before jax."""
+from __future__ import annotations
+
+import os
+
+FAST_COMPILE = "--xla_backend_optimization_level=0"
+
+
+def xla_flags(devices: int | None = None) -> str:
+    """The XLA_FLAGS of a test process: `devices` simulated CPU devices (None: one, a user's laptop)."""
+    flags = [FAST_COMPILE]
+    if devices is not None:
+        flags.insert(0, f"--xla_force_host_platform_device_count={devices}")
+    return " ".join(flags)
+
+
+def user_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
+    """This process's environment for a child `albert-jax` process on one CPU device, as a user runs it; `drop`
+    removes more variables, `extra` sets some."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS" and k not in drop}
+    env["XLA_FLAGS"] = xla_flags()
+    env.update(extra)
+    return env
