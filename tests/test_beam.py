@@ -239,6 +239,29 @@ def test_beam_builds_a_users_text_corpus_and_names_a_bad_line(corpus, tmp_path, 
         builders.build("rt_sentiment", tmp_path / "r", beam_options="")
 
 
+@pytest.mark.beam
+def test_beam_builds_a_text_corpus_from_a_url_pattern(corpus, tmp_path):
+    """`data build text_corpus --paths rooted://docs/*.txt --runner beam`: the files listed and read through Beam's
+    filesystems give the local build of the same files, split for split and example for example."""
+    import shutil
+
+    from albert_jax.data import builders
+
+    files, _, _ = corpus
+    RootedFileSystem.ROOT = str(tmp_path / "store")
+    (tmp_path / "store" / "docs").mkdir(parents=True)
+    for f in files:
+        shutil.copy(f, tmp_path / "store" / "docs" / f.name)
+    splits = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
+    local = builders.build("text_corpus/mine", tmp_path / "local", paths=sorted(files, key=lambda f: f.name),
+                           splits=splits)
+    beam = builders.build("text_corpus/mine", tmp_path / "beam", beam_options="--direct_running_mode=in_memory",
+                          paths=["rooted://docs/*.txt"], splits=splits)
+    assert _examples(local) == _examples(beam) and len(_examples(beam)["train"]) > 30
+    with pytest.raises(FileNotFoundError, match="corpus input rooted://docs/\\*.md matches no file"):
+        builders.build("text_corpus/none", tmp_path / "none", beam_options="", paths=["rooted://docs/*.md"])
+
+
 def test_local_sample_is_a_seeded_bottom_k_sample(corpus, tmp_path):
     from albert_jax.data.sentence_sample import local_sample
 

@@ -32,6 +32,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from albert_jax.data import cache_lock, corpora, fetch, labeled
+from albert_jax.data import files as inputs
 
 _SPLITS = ("train", "validation", "test")
 
@@ -267,7 +268,7 @@ class TextCorpus(_DocumentBuilder):
             raise ValueError("text_corpus on Beam: max_docs counts documents across the files in order, which a "
                              "pipeline over files cannot; build the subset locally (without --beam-options)")
         for p in cfg.paths:
-            if not os.path.isfile(p):
+            if not inputs.is_url(p) and not os.path.isfile(p):
                 raise FileNotFoundError(f"text_corpus: input {p} does not exist")
         return list(cfg.paths)
 
@@ -415,10 +416,12 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
             raise ValueError(f"{base}: --beam-options builds the pretraining corpora (albert_pretrain_en, "
                              "albert_pretrain_zh, text_corpus); the labeled sets are small and build locally")
         from albert_jax.data import beam_runner
-        from albert_jax.data.files import expand_inputs
 
         download_config = beam_runner.download_config(beam_options, workers)
-        expand_inputs(builder_kwargs.get("paths", ()), "corpus")  # a missing file: one line, before any work
+    paths = builder_kwargs.get("paths")
+    if paths and (download_config is not None or any(inputs.is_url(p) for p in paths)):
+        # URL patterns expanded here, in sorted order; a missing file or a pattern matching none is one line
+        builder_kwargs["paths"] = inputs.expand_inputs(paths, "corpus")
     if config:
         builder_kwargs.setdefault("corpus_name" if base == "text_corpus" else "config", config)
     root = Path(data_dir) if data_dir is not None else default_data_dir(cache_dir)

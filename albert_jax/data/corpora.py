@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from albert_jax.data import fetch
+from albert_jax.data.files import is_url, open_binary  # a URL (gs://...) reads through Beam's filesystems
 
 PRETRAIN_EN = ("sotu", "brown", "wikipedia", "kjv", "austen")
 PRETRAIN_SPLITS = (("train", 0.98), ("validation", 0.01), ("test", 0.01))
@@ -385,10 +386,12 @@ def read_text_corpus(paths: Sequence[str | Path], *, source: str = "text", encod
     if bad_lines not in ("raise", "skip"):
         raise ValueError(f"bad_lines must be 'raise' or 'skip', got {bad_lines!r}")
     stats = stats if stats is not None else CorpusStats()
-    paths = [Path(p) for p in paths]
+    paths = [str(p) if is_url(p) else Path(p) for p in paths]
     if not paths:
         raise ValueError("read_text_corpus: no input files given")
     for p in paths:
+        if isinstance(p, str):
+            continue  # a URL: data/files.expand_inputs checked it where the pipeline was launched
         if p.is_dir():
             raise ValueError(f"corpus file {p} is a directory; pass the files in it (each in the official format)")
         if not p.exists():
@@ -398,17 +401,19 @@ def read_text_corpus(paths: Sequence[str | Path], *, source: str = "text", encod
     for path in paths:
         stats.files += 1
         n_in_file, sents = 0, []
+        # the file's name keys its documents (and so their splits): a URL's last part, as a local file's name
+        name = path.rsplit("/", 1)[-1] if isinstance(path, str) else path.name
 
         def emit():
             nonlocal n_in_file
-            doc = Document(f"{path.name}#{n_in_file}", source, list(sents))
+            doc = Document(f"{name}#{n_in_file}", source, list(sents))
             n_in_file += 1
             stats.documents += 1
             stats.sentences += len(sents)
             sents.clear()
             return doc
 
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             for lineno, raw in enumerate(f, 1):
                 try:
                     line = raw.decode(encoding)
