@@ -12,6 +12,8 @@ TF_STAMP := $(VENV)/.installed-tf
 
 VENV_BEAM ?= .venv-beam
 BEAM_STAMP := $(VENV_BEAM)/.installed
+# tests/test_beam.py in the Beam venv (its no-Beam tests hide Beam from the import system, so the whole file runs there)
+BEAM_TESTS := $(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -p no:cacheprovider --durations=5
 
 .PHONY: install data test test-sweeps beam test-beam lint demo clean
 
@@ -45,7 +47,7 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # Then the Beam pipeline's tests in the Beam venv (below): its records equal the local path's on a real corpus.
 test: install data $(TF_STAMP) $(BEAM_STAMP)
 	$(PY) -m pytest tests -m "not sweeps and not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
-	$(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -p no:cacheprovider --durations=5
+	$(BEAM_TESTS)
 
 # The smoke sweeps of the twelve experiments `make test` leaves out (tests/smoke_sweeps.py says which two it keeps):
 # every registered experiment pretrained, fine-tuned and tabled at the smoke scale. CI runs it after `make test`.
@@ -72,7 +74,7 @@ beam: $(BEAM_STAMP)
 # The Beam pipeline's tests alone (tests/test_beam.py; the other files need torch, which this venv lacks), in the
 # Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` ends with them.
 test-beam: data $(BEAM_STAMP)
-	$(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -m beam -p no:cacheprovider --durations=10
+	$(BEAM_TESTS)
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks

@@ -14,16 +14,12 @@ FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 def xla_flags(devices: int | None = None) -> str:
     """The XLA_FLAGS of a test process: `devices` simulated CPU devices (None: one, a user's laptop)."""
-    flags = [FAST_COMPILE]
-    if devices is not None:
-        flags.insert(0, f"--xla_force_host_platform_device_count={devices}")
-    return " ".join(flags)
+    return FAST_COMPILE if devices is None else f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}"
 
 
-def user_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
-    """This process's environment for a child `albert-jax` process on one CPU device, as a user runs it; `drop`
-    removes more variables, `extra` sets some."""
+def user_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """This process's environment for a child `albert-jax` process on one CPU device, as a user runs it, without
+    the variables in `drop`."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS" and k not in drop}
     env["XLA_FLAGS"] = xla_flags()
-    env.update(extra)
     return env

@@ -422,7 +422,7 @@ from albert_jax.configs.loader import load_config
 from albert_jax.tasks.pretraining import input as pretrain_input
 me, other = sys.argv[1:]
 config = load_config("experiments/pretrain.py:scale=smoke")
-config.data.max_docs = 60  # the race is the point, not the size (the smoke scale reads 400)
+config.data.max_docs = 60  # the race is the point, not the size (the smoke scale reads 100)
 config.data.vocab_size = 1000
 Path(me).touch()
 while not Path(other).exists():  # both processes are past their imports: they start preparing together
