@@ -19,7 +19,7 @@ import ml_collections
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
 from albert_jax.configs import schema
-from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_MODEL
+from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_DOCS, SMOKE_MODEL
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
@@ -48,9 +48,10 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
 
     # Every field's type, default and role: albert_jax/configs/schema.py. Here: the values that depend on the scale.
     by_scale = lambda smoke, cpu, paper: {"smoke": smoke, "cpu": cpu, "paper": paper}[scale]  # noqa: E731
+    corpus = "albert_pretrain_zh" if zh else "albert_pretrain_en"
     c.data = schema.section(
         schema.PRETRAIN_DATA,
-        corpus="albert_pretrain_zh" if zh else "albert_pretrain_en",
+        corpus=corpus,
         # zh: BERT-Chinese's 21,128 at the paper scale; People's Daily 1998-01 supports about 6,000 WordPiece tokens.
         vocab_size=(21128 if scale == "paper" else 8000) if zh else DEFAULT_VOCAB[scale],
         tokenizer_kind="wordpiece" if zh else "spm",
@@ -60,9 +61,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         dupe_factor=40 if scale == "paper" else 2,
         # 0: every document. The cpu scale reads the whole English mix (2,243 train documents, 6.8M tokens at vocab
         # 4,000): its held-out text then makes 2,106 balanced SOP pairs (issue 24 asks for >= 2,000).
-        # smoke: enough for a tokenizer, held-out pairs and a few steps. 100 English documents a source build in a
-        # third of the time 400 did (which was nearly the whole mix); People's Daily's 400 are 2 MB.
-        max_docs=(400 if zh else 100) if scale == "smoke" else 0)
+        # smoke: albert_jax/configs/scales.py's SMOKE_DOCS.
+        max_docs=SMOKE_DOCS[corpus] if scale == "smoke" else 0)
     c.train = schema.section(
         schema.PRETRAIN_TRAIN,
         batch_size=by_scale(8, 64, 4096),

@@ -15,6 +15,7 @@ The held-out MLM and SOP sets are masked per character for every row (one yardst
 from albert_jax.ablations.evidence import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
+from albert_jax.configs.scales import SMOKE_DOCS
 from albert_jax.configs.schema import ZH_MASKING
 
 ZH = {"data.corpus": "albert_pretrain_zh", "model.hidden_act": "relu"}
@@ -24,6 +25,8 @@ VOCAB = {"smoke": 3000, "cpu": 8000, "paper": 21128}  # People's Daily supports 
 def rows(scale):
     embedding = 128 if scale == "paper" else 768  # E=H below the paper scale (experiments/table5.py says why)
     common = dict(base_fields(scale, embedding, "all"), **ZH, **{"data.vocab_size": VOCAB[scale]})
+    if scale == "smoke":  # the English smoke subset is too small for People's Daily to have a validation split
+        common["data.max_docs"] = SMOKE_DOCS[ZH["data.corpus"]]
     wordpiece = [Row(f"{mode} (WordPiece)", dict(common, **{"data.tokenizer_kind": "wordpiece",
                                                              "data.zh_masking": mode}))
                  for mode in ZH_MASKING]

@@ -45,3 +45,22 @@ def test_smoke_and_cpu_scales_share_the_model_and_data_and_differ_in_schedule():
     assert (smoke.train.num_train_steps, cpu.train.num_train_steps) == (4, 3000)
     assert cpu.train.eval_batches == 0 and cpu.train.num_train_steps // cpu.train.eval_every >= 8
     assert smoke.train.eval_every <= smoke.train.num_train_steps  # a smoke run still evaluates (the intrinsic row)
+
+
+def test_every_experiments_smoke_rows_read_their_corpus_smoke_subset():
+    """A row that switches the corpus (zh_masking's People's Daily) still reads that corpus's smoke subset: the
+    English 100 documents leave People's Daily without a validation split, and its sweep stops."""
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations.sweep import plan
+    from albert_jax.configs.scales import SMOKE_DOCS
+    from pathlib import Path
+    seen = set()
+    for exp in R.load_registry().values():
+        for p in plan(exp, "smoke", Path("runs")):
+            pre = [s for s in p.stages if s.kind == "pretrain"]
+            if pre and not p.row.warm_start:
+                d = pre[0].config().data
+                if d.corpus in SMOKE_DOCS:
+                    assert d.max_docs == SMOKE_DOCS[d.corpus], (exp.name, p.row.name, d.corpus, d.max_docs)
+                    seen.add(d.corpus)
+    assert seen == set(SMOKE_DOCS)
