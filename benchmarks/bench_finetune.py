@@ -109,7 +109,7 @@ def task_rows(task_name: str, name: str, tok, quick: bool, steps: int, batch=32,
 def run(args, ceil: dict) -> dict:
     names = models.names(args.models, "tiny" if args.quick else "smoke4")
     steps = args.steps or (1 if args.quick else 20)
-    tok = common.tokenizer(args.tokenizer)
+    tok = common.tokenizer(args.tokenizer, args.quick)
     rows = [r for n in names for t in TASKS for r in task_rows(t, n, tok, args.quick, steps)]
     summary = {}
     for n in names:

@@ -155,7 +155,7 @@ def classification(name: str, tok, quick: bool, limit: int, batch=32, max_len=12
 
 def run(args, ceil: dict) -> dict:
     names = models.names(args.models, "tiny" if args.quick else "albert-base,smoke4")
-    tok = common.tokenizer(args.tokenizer)
+    tok = common.tokenizer(args.tokenizer, args.quick)
     import jax
     limit = args.examples if args.examples >= 0 else 96 if args.quick else 256 if jax.default_backend() == "cpu" else 0
     enc = [r for n in names for r in encoder_forward(n, args.quick)]

@@ -235,16 +235,19 @@ def ceiling_in_child(quick: bool, dtypes=None) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ tokenizer
-def tokenizer(path: str = ""):
+def tokenizer(path: str = "", quick: bool = False):
     """A SentencePiece model of ours: `path` (a .model, or a workdir holding one), else the one the cpu-scale
     pretraining recipe trains on the English mix (cached by corpus and vocab size: deterministic, and instant
-    once built), so sentence lengths, hence padding and bucketing, are those of the project's own runs."""
+    once built), so sentence lengths, hence padding and bucketing, are those of the project's own runs. `quick`
+    (a plumbing check, not a measurement) takes the smoke scale's, trained on its subset: the same vocabulary size
+    without the minute the whole mix's training takes on a cold cache."""
     from albert_jax.data.tokenization import load_tokenizer
     if path:
         return load_tokenizer(path)
     from albert_jax.configs.loader import load_config
     from albert_jax.tasks.pretraining import input as pin
-    return pin.corpus_tokenizer(load_config("experiments/pretrain.py:scale=cpu").data)
+    scale = "smoke" if quick else "cpu"
+    return pin.corpus_tokenizer(load_config(f"experiments/pretrain.py:scale={scale}").data)
 
 
 # ------------------------------------------------------------------------------------------------ output

@@ -1,6 +1,7 @@
 """Test setup: 8 simulated CPU devices, set before JAX picks its backend; one tiny real pretraining run shared by
 the tests that only read one (fine-tuning, layer analysis)."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -20,16 +21,28 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="session")
-def tiny_pretrained(tmp_path_factory):
-    """A real (tiny) pretraining run on the English mix: 8 LAMB steps, 2 layers, all-shared. Read-only for its
-    users: a test that writes into a workdir makes its own."""
-    wd = tmp_path_factory.mktemp("shared") / "pretrain"
-    cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
-           "experiments/pretrain.py:scale=cpu", "--set", "train.batch_size=8", "--set", "train.num_train_steps=8",
-           "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
-           "--set", "model.num_hidden_layers=2"]
-    p = subprocess.run(cmd, cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+def tiny_pretrained(tmp_path_factory, worker_id):
+    """A real (tiny) pretraining run on the smoke scale's English data: 8 LAMB steps inside a 200-step warm-up
+    (weights still near their initialisation, whose spread the early-exit tests rely on), 2 layers, all-shared.
+    Trained once per suite: xdist's workers share their base directory's parent, the first to ask trains it and
+    the others wait on the lock, then read it. Read-only for its users: a test that writes into a workdir makes
+    its own."""
+    from albert_jax.data.cache_lock import prepare_lock
+
+    root = tmp_path_factory.getbasetemp()
+    root = root if worker_id == "master" else root.parent
+    wd, done = root / "shared-tiny-pretrained", root / "shared-tiny-pretrained.done"
+    with prepare_lock(root / "shared-tiny-pretrained.lock", "the shared tiny pretraining run", print):
+        if not done.exists():
+            shutil.rmtree(wd, ignore_errors=True)  # a worker that failed half-way left it
+            cmd = [sys.executable, "-m", "albert_jax.main", "pretrain", "--workdir", str(wd), "--config",
+                   "experiments/pretrain.py:scale=smoke", "--set", "train.warmup_steps=200",
+                   "--set", "train.batch_size=8", "--set", "train.num_train_steps=8", "--set", "train.eval_every=8",
+                   "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=8",
+                   "--set", "model.num_hidden_layers=2"]
+            p = subprocess.run(cmd, cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=600)
+            assert p.returncode == 0, p.stderr[-3000:]
+            done.touch()
     return wd
 
 

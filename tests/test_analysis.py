@@ -106,7 +106,7 @@ def test_padding_is_excluded():
 
 @pytest.fixture(scope="module")
 def run(tiny_pretrained):
-    return tiny_pretrained  # conftest.py: a real tiny pretraining run on the English mix, 2 layers, all-shared
+    return tiny_pretrained  # conftest.py: a real tiny pretraining run on the smoke English data, 2 layers, all-shared
 
 
 def test_text_is_packed_from_whole_sentences_of_real_documents(run):

@@ -51,14 +51,22 @@ def data_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("tfds_tasks")
 
 
+class _Sets(dict):
+    """name -> (pure build, TFDS builder), each built on first use (the TFDS build runs the pure function a second
+    time), so each set's cost falls on its own first test rather than all six on one setup."""
+
+    def __init__(self, cache, data_dir):
+        super().__init__()
+        self.cache, self.data_dir = cache, data_dir
+
+    def __missing__(self, name):
+        self[name] = (labeled.load_labeled(name, self.cache), builders.build(name, self.data_dir, self.cache))
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def sets(cache, data_dir):
-    """name -> (pure build, TFDS builder); the TFDS build runs the pure function a second time."""
-    out = {}
-    for name in NAMES:
-        data = labeled.load_labeled(name, cache)
-        out[name] = (data, builders.build(name, data_dir, cache))
-    return out
+    return _Sets(cache, data_dir)
 
 
 def test_new_sources_are_pinned():

@@ -20,7 +20,7 @@ from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # 8 steps, checkpoints at 4 and 8, one evaluation at the end.
-TINY = ["--config", "experiments/pretrain.py:scale=cpu", "--log-level", "WARNING",
+TINY = ["--config", "experiments/pretrain.py:scale=smoke", "--log-level", "WARNING",
         "--set", "train.batch_size=8", "--set", "train.num_train_steps=8", "--set", "train.log_every=1",
         "--set", "train.eval_every=8", "--set", "train.eval_batches=1", "--set", "train.checkpoint_every=4",
         "--set", "data.max_seq_length=64", "--set", "model.num_hidden_layers=2"]

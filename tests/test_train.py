@@ -95,7 +95,9 @@ def test_accumulation_is_exact_when_micro_batches_hold_different_token_counts():
 
 
 # ---------------------------------------------------------------- end-to-end runs of `albert-jax pretrain`
-SMOKE = ["--config", "experiments/pretrain.py:scale=cpu",
+# The smoke data; warm-up past the last step keeps the learning rate independent of num_train_steps, so a run
+# lengthened on resume (below) retraces the recorded steps exactly.
+SMOKE = ["--config", "experiments/pretrain.py:scale=smoke", "--set", "train.warmup_steps=200",
          "--set", "train.batch_size=8", "--set", "train.num_train_steps=12", "--set", "train.log_every=1",
          "--set", "train.eval_every=6", "--set", "train.eval_batches=2", "--set", "train.checkpoint_every=4",
          "--set", "data.max_seq_length=64", "--set", "model.num_hidden_layers=2"]
