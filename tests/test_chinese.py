@@ -223,6 +223,8 @@ def read_ids_text(tmp_path, wp, text):
     (["data.zh_masking=gold", "data.corpus=albert_pretrain_en"], "needs a corpus segmented by hand"),
     (["data.wordpiece_vocab=nowhere/vocab.txt"], "does not exist"),
     (["data.zh_masking=words"], "data.zh_masking"),
+    # People's Daily's first 100 documents hold no validation split: the message names the knob
+    (["data.max_docs=100"], "has no 'validation' split in its first 100 documents a source (data.max_docs); raise"),
 ])
 def test_config_errors_name_the_field(overrides, message, tmp_path, capsys):
     from albert_jax.main import main

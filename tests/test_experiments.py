@@ -1,9 +1,14 @@
 """Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is valid."""
+from pathlib import Path
+
 import pytest
 
+from albert_jax.ablations import registry as R
+from albert_jax.ablations.sweep import plan
 from albert_jax.config import model_from_section
 from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_override
+from albert_jax.configs.scales import SMOKE_DOCS
 
 
 def test_variants_select_model_and_task():
@@ -50,10 +55,6 @@ def test_smoke_and_cpu_scales_share_the_model_and_data_and_differ_in_schedule():
 def test_every_experiments_smoke_rows_read_their_corpus_smoke_subset():
     """A row that switches the corpus (zh_masking's People's Daily) still reads that corpus's smoke subset: the
     English 100 documents leave People's Daily without a validation split, and its sweep stops."""
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations.sweep import plan
-    from albert_jax.configs.scales import SMOKE_DOCS
-    from pathlib import Path
     seen = set()
     for exp in R.load_registry().values():
         for p in plan(exp, "smoke", Path("runs")):

@@ -247,7 +247,11 @@ def corpus_texts(d, splits=("train", "validation"), field: str = "text") -> dict
                     if "Unknown split" not in str(e):
                         raise ValueError(f"data.corpus={d.corpus!r}: {e}") from None
                     if not d.corpus.startswith("text_corpus"):
-                        raise ValueError(f"data.corpus={d.corpus!r} has no {split!r} split") from None
+                        # A max_docs subset of our corpora can be too small for a split (People's Daily's first
+                        # 100 documents have no validation split): say which knob gives it one.
+                        subset = (f" in its first {d.max_docs} documents a source (data.max_docs); raise "
+                                  "data.max_docs, or set 0 for every document") if d.max_docs else ""
+                        raise ValueError(f"data.corpus={d.corpus!r} has no {split!r} split{subset}") from None
                     # Documents go to a split by a hash of their id: a small corpus can leave one split empty.
                     fix = ("lower data.held_out_fraction (or add documents)" if split == "train" else
                            "add documents or raise data.held_out_fraction (0.1 suits a small corpus)")
