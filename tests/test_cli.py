@@ -72,16 +72,23 @@ def test_ctrl_c_during_pretraining_data_create_is_one_line_exit_130_and_leaves_n
     train_tokenizer(tmp_path / "m", files=[text], vocab_size=200, input_sentence_size=20000)
     out = tmp_path / "out"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    p = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "pretraining-data", "create", "--input", str(text),
+    # As a terminal delivers Ctrl-C: a suite started in the background (`make test &` from a script) has SIGINT
+    # ignored, which the child would inherit and Python then never raises, so the child puts Python's handler back
+    # itself before running the command. (Not preexec_fn: Python code between fork and exec can deadlock in a
+    # parent with threads, as an xdist worker is, and did once in CI, leaving a child that never ran.)
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv[0] = 'albert-jax'; runpy.run_module('albert_jax.main', run_name='__main__')")
+    p = subprocess.Popen([sys.executable, "-c", start, "pretraining-data", "create", "--input", str(text),
                           "--spm-model", str(tmp_path / "m.model"), "--output-dir", str(out), "--workers", "1",
                           "--max-seq-length", "32", "--dupe-factor", "5"], cwd=root, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True,
-                         # as a terminal delivers Ctrl-C: a suite started in the background (`make test &` from a
-                         # script) has SIGINT ignored, which the child would inherit and Python then never raises
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not (out.is_dir() and any(out.iterdir())):
+    while time.time() < deadline and not (out.is_dir() and any(out.iterdir())) and p.poll() is None:
         time.sleep(0.1)  # the first shard file is open: creating has started
+    if p.poll() is not None or not (out.is_dir() and any(out.iterdir())):
+        p.kill()
+        _, err = p.communicate()
+        raise AssertionError(f"the command never started writing in 120 s (exit {p.returncode}): {err[-2000:]}")
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err[-2000:]
