@@ -198,6 +198,10 @@ def test_a_wordpiece_tokenizer_travels_with_its_vocabulary(tmp_path):
     again = pickle.loads(data)
     assert again.encode("The cats sat") == tok.encode("The cats sat") == [5, 6, 7, 8]
     assert again.fingerprint == fingerprint
+    copy = again.vocab_path.parent
+    assert copy.is_dir()
+    del again  # the worker's copy of the vocabulary goes with its tokenizer: nothing is left in the temp folder
+    assert not copy.exists()
 
 
 def _examples(builder) -> dict[str, list]:

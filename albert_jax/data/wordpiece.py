@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,8 @@ class WordPieceTokenizer:
         if not path.is_file() and "vocab" in state:  # a worker on another machine: the vocabulary came with it
             path = Path(tempfile.mkdtemp(prefix="albert-jax-vocab-")) / "vocab.txt"
             path.write_bytes(state["vocab"])
+            # the copy lives as long as this tokenizer (or the process): one per worker, never left in /tmp
+            weakref.finalize(self, shutil.rmtree, path.parent, ignore_errors=True)
         self.__init__(path, lower=state["lower"])
 
     @property
