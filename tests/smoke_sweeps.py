@@ -9,8 +9,9 @@ sits in the file of the rows it reuses, after them. Run alone (`-k claim_e128`),
 itself. The sweeps' kill/resume, link and launcher paths are tests/test_sweeps.py's; these files check that no
 experiment's definition is broken anywhere between its rows and its table.
 
-The sweeps compile with LLVM's optimisation level 0 (`--xla_backend_optimization_level=0`): the same programs,
-about a third less compile time, which is most of a smoke row's time; nothing here measures speed.
+The sweeps compile with the suite's fast-compile XLA flags (tests/procs.py: LLVM's optimisation level 0, the CPU fusion
+emitters off): the same programs in less than half the compile time, which is most of a smoke row's time; nothing here
+measures speed.
 """
 import csv
 import os
