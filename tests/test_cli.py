@@ -82,10 +82,13 @@ def test_ctrl_c_during_pretraining_data_create_is_one_line_exit_130_and_leaves_n
                           "--spm-model", str(tmp_path / "m.model"), "--output-dir", str(out), "--workers", "1",
                           "--max-seq-length", "32", "--dupe-factor", "5"], cwd=root, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
+    def writing():  # the first shard file is open: creating has started
+        return out.is_dir() and any(out.iterdir())
+
     deadline = time.time() + 120
-    while time.time() < deadline and not (out.is_dir() and any(out.iterdir())) and p.poll() is None:
-        time.sleep(0.1)  # the first shard file is open: creating has started
-    if p.poll() is not None or not (out.is_dir() and any(out.iterdir())):
+    while time.time() < deadline and not writing() and p.poll() is None:
+        time.sleep(0.1)
+    if p.poll() is not None or not writing():
         p.kill()
         _, err = p.communicate()
         raise AssertionError(f"the command never started writing in 120 s (exit {p.returncode}): {err[-2000:]}")
