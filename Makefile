@@ -50,13 +50,13 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # fresh clone).
 test:
 	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP)
-	$(PY) -m pytest tests -m "not sweeps and not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(PY) -m pytest tests -m "not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
 	$(BEAM_TESTS)
 
-# The smoke sweeps of the twelve experiments `make test` leaves out (tests/smoke_sweeps.py says which two it keeps):
-# every registered experiment pretrained, fine-tuned and tabled at the smoke scale. CI runs it after `make test`.
+# Only the smoke sweeps (`make test` runs them too): every registered experiment pretrained, fine-tuned and tabled
+# at the smoke scale (tests/smoke_sweeps.py), for a change to an experiment's definition or to the sweep driver.
 test-sweeps: install data $(TF_STAMP)
-	$(PY) -m pytest tests/test_smoke_sweeps_sizes.py tests/test_smoke_sweeps_ablations.py -m sweeps \
+	$(PY) -m pytest tests/test_smoke_sweeps_sizes.py tests/test_smoke_sweeps_ablations.py \
 		-n $(TEST_WORKERS) $(XDIST) --durations=10
 
 # Apache Beam (requirements-beam.txt) in a venv of its own: it pins protobuf, pyarrow, pillow and python-dateutil

@@ -7,15 +7,17 @@ import sys
 
 import pytest
 
-from procs import user_env, xla_flags  # standard library only
+from procs import CACHE_EVERY_PROGRAM, user_env, xla_flags  # standard library only
 
 os.environ.setdefault("XLA_FLAGS", xla_flags(devices=8))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+for _k, _v in CACHE_EVERY_PROGRAM.items():  # inherited by every process the tests start
+    os.environ.setdefault(_k, _v)
 os.environ.setdefault("USE_TF", "0")  # as albert_jax sets it: transformers on PyTorch even with TF installed
 from albert_jax import compile_cache  # noqa: E402  (nothing but os: jax is not imported yet)
 
-compile_cache.enable()  # the CLI's default: the suite's many identical tiny programs compile once
+compile_cache.enable()  # the CLI's cache (every program in it: above): the suite's identical programs compile once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,14 +48,14 @@ def tiny_pretrained(tmp_path_factory, worker_id):
     return wd
 
 
-# The longest files first (under `make test`, 1-5 minutes each on a cold cache, measured 2026-12-04; the twelve smoke
-# sweeps that took 8-10 minutes per file run under `make test-sweeps`): `make test`'s xdist workers take a file each at
-# a time in collection order (the Makefile turns off xdist's own reordering by test count), and a long file started
-# last runs alone while the other workers idle.
-LONGEST_FIRST = ("test_train.py", "test_smoke_sweeps_ablations.py", "test_finetune.py", "test_benchmarks.py",
-                 "test_sweeps.py", "test_export.py", "test_reliability_ckpt.py", "test_own_data.py",
-                 "test_pretraining_data.py", "test_formulations.py", "test_catalog_tasks.py", "test_sharing_map.py",
-                 "test_model.py", "test_smoke_sweeps_sizes.py")
+# The longest files first (under `make test`; the two smoke-sweep files 4-5 minutes each of one core, the others 1-2,
+# measured 2026-12-04 with an empty XLA cache): `make test`'s xdist workers take a file each at a time in collection
+# order (the Makefile turns off xdist's own reordering by test count), and a long file started last runs alone while
+# the other workers idle.
+LONGEST_FIRST = ("test_smoke_sweeps_sizes.py", "test_smoke_sweeps_ablations.py", "test_train.py", "test_finetune.py",
+                 "test_sweeps.py", "test_benchmarks.py", "test_reliability_ckpt.py", "test_export.py",
+                 "test_own_data.py", "test_pretraining_data.py", "test_sharing_map.py", "test_labeled_tasks.py",
+                 "test_catalog_tasks.py", "test_formulations.py", "test_model.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,13 +5,22 @@ XLA compiling tiny programs on one core. LLVM's optimisation level 0 compiles th
 (tests/test_formulations.py with test_model.py: 167 s of CPU at the default level, 109 s at 0) and computes the same
 functions. Turning XLA's CPU fusion emitters off as well (`--xla_cpu_use_fusion_emitters=false`) takes a third less
 again: test_model.py 52 s of CPU -> 36 s, test_formulations.py with test_layers.py
-68 s -> 46 s (2026-12-04, one core, empty XLA cache). Every comparison a test makes runs both sides under the same
-flags. Standard library only: conftest.py imports this before jax."""
+68 s -> 46 s (2026-12-04, one core, empty XLA cache). One LLVM module per program
+(`--xla_cpu_parallel_codegen_split_count=1`) takes another eighth: XLA splits a program's code generation into
+parallel parts for a machine with idle cores, and under the suite's workers there are none (Table 3's smoke sweep,
+one core, empty XLA cache: 74.8 s -> 64.0 s). Every comparison a test makes runs both sides under the same flags.
+
+The suite also keeps every compiled program in the persistent compilation cache (`CACHE_EVERY_PROGRAM`), not only
+those over the CLI's 0.5 s: at these flags most of its programs compile in less, and the same tiny models recur in
+test after test and row after row (Table 3's smoke sweep, empty cache: 78.6 s -> 72.5 s). Standard library only:
+conftest.py imports this before jax."""
 from __future__ import annotations
 
 import os
 
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+FAST_COMPILE = ("--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
+                "--xla_cpu_parallel_codegen_split_count=1")
+CACHE_EVERY_PROGRAM = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
 
 
 def xla_flags(devices: int | None = None) -> str:

@@ -2,7 +2,8 @@
 NAME --scale smoke --table` runs every row (pretraining with its final held-out MLM/SOP/NSP evaluation, fine-tuning
 on the experiment's tasks), and the table, CSV and plots come from those runs.
 
-The experiments are split in two files that run in parallel under `make test` (pytest-xdist, one file per worker).
+The experiments are split in two files that run in parallel under `make test` (pytest-xdist, one file per worker),
+which runs all sixteen; `make test-sweeps` runs these two files alone.
 Each file keeps one runs directory, as a user would: a row identical to a finished row of another experiment links
 to it instead of training again (Table 3 and Table 4 share rows, most claims reuse the tables'), so an experiment
 sits in the file of the rows it reuses, after them. Run alone (`-k claim_e128`), an experiment trains its rows
@@ -10,8 +11,8 @@ itself. The sweeps' kill/resume, link and launcher paths are tests/test_sweeps.p
 experiment's definition is broken anywhere between its rows and its table.
 
 The sweeps compile with the suite's fast-compile XLA flags (tests/procs.py: LLVM's optimisation level 0, the CPU fusion
-emitters off): the same programs in less than half the compile time, which is most of a smoke row's time; nothing here
-measures speed.
+emitters off, one code-generation part): the same programs in less than half the compile time, which is most of a
+smoke row's time; nothing here measures speed.
 """
 import csv
 import os
@@ -32,11 +33,6 @@ FAST = ["--set", "finetune.train.num_train_steps=2", "--set", "finetune.train.ev
 ABLATIONS = ("table3", "table4", "table5", "claim_e128", "claim_ffn_vs_attention", "claim_layers",
              "claim_sop_long_text", "claim_nsp_pairs", "claim_shared_speed")
 SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3", "zh_masking")
-# `make test` runs these two end to end (table5: seeds, the random-init baseline, differences and the checked
-# reading; claim_shared_speed: the step-time column); the other fourteen are marked `sweeps` and run under
-# `make test-sweeps`, which CI runs after `make test` (.ci/run): together they are about 40% of the suite's CPU time,
-# and tests/test_sweeps.py already plans and validates every row of every experiment at every scale in seconds.
-IN_MAKE_TEST = ("table5", "claim_shared_speed")
 # Table 5 runs as its cpu-scale write-up does: two pretraining seeds per row and a random-init baseline, so its
 # table shows intervals over seeds and held-out examples, differences to the reference row and the checked reading.
 EXTRA = {"table5": ["--seeds", "2", "--random-init"]}
@@ -101,9 +97,7 @@ def sweep_tests(names: tuple[str, ...]):
     def runs(tmp_path_factory):
         return tmp_path_factory.mktemp("runs")
 
-    params = [name if name in IN_MAKE_TEST else pytest.param(name, marks=pytest.mark.sweeps) for name in names]
-
-    @pytest.mark.parametrize("name", params)
+    @pytest.mark.parametrize("name", names)
     def test_the_experiment_runs_end_to_end_at_the_smoke_scale(name, runs):
         run_and_check(name, runs)
 
