@@ -7,17 +7,15 @@ import sys
 
 import pytest
 
-from procs import CACHE_EVERY_PROGRAM, user_env, xla_flags  # standard library only
+from procs import user_env, xla_flags  # standard library only
 
 os.environ.setdefault("XLA_FLAGS", xla_flags(devices=8))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-for _k, _v in CACHE_EVERY_PROGRAM.items():  # inherited by every process the tests start
-    os.environ.setdefault(_k, _v)
 os.environ.setdefault("USE_TF", "0")  # as albert_jax sets it: transformers on PyTorch even with TF installed
 from albert_jax import compile_cache  # noqa: E402  (nothing but os: jax is not imported yet)
 
-compile_cache.enable()  # the CLI's cache (every program in it: above): the suite's identical programs compile once
+compile_cache.enable()  # the CLI's default: the suite's many identical programs compile once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

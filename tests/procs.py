@@ -10,10 +10,12 @@ again: test_model.py 52 s of CPU -> 36 s, test_formulations.py with test_layers.
 parallel parts for a machine with idle cores, and under the suite's workers there are none (Table 3's smoke sweep,
 one core, empty XLA cache: 74.8 s -> 64.0 s). Every comparison a test makes runs both sides under the same flags.
 
-The suite also keeps every compiled program in the persistent compilation cache (`CACHE_EVERY_PROGRAM`), not only
-those over the CLI's 0.5 s: at these flags most of its programs compile in less, and the same tiny models recur in
-test after test and row after row (Table 3's smoke sweep, empty cache: 78.6 s -> 72.5 s). Standard library only:
-conftest.py imports this before jax."""
+The `albert-jax` processes the tests start also keep every compiled program in the persistent compilation cache
+(`CACHE_EVERY_PROGRAM`), not only those over the CLI's 0.5 s: at these flags most of a run's programs compile in less,
+and the same tiny models recur in test after test and row after row (Table 3's smoke sweep, empty cache: 78.6 s ->
+72.5 s). Not the pytest processes themselves: a test computing op by op would write a cache entry per operation
+(test_optim.py with test_packing.py, one core: 34 s -> 61 s). Standard library only: conftest.py imports this before
+jax."""
 from __future__ import annotations
 
 import os
@@ -29,8 +31,9 @@ def xla_flags(devices: int | None = None) -> str:
 
 
 def user_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
-    """This process's environment for a child `albert-jax` process on one CPU device, as a user runs it, without
-    the variables in `drop`."""
+    """This process's environment for a child `albert-jax` process on one CPU device, as a user runs it but for the
+    suite's compile settings above, without the variables in `drop`."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS" and k not in drop}
     env["XLA_FLAGS"] = xla_flags()
+    env.update(CACHE_EVERY_PROGRAM)
     return env
