@@ -36,8 +36,11 @@ KINDS = (
     ("matmuls and what is fused into them", r"^(ynn_fusion|dot|.*convolution|onednn|xnn)"),
     ("scan stacking", r"dynamic-update-slice|dynamic-slice|dynamic_update_slice|dynamic_slice"),
     ("copies and transposes", r"copy|transpose"),
-    ("buffer initialisation", r"broadcast$|^wrapped_broadcast|^broadcast\.|iota"),
-    ("elementwise and reductions", r"fusion|^wrapped_|reduce|add|multiply|select|exp|tanh|divide|subtract"),
+    ("buffer initialisation", r"broadcast$|^wrapped_broadcast|^broadcast\.|^broadcast_in_dim|iota"),
+    # Unfused ops keep their HLO names (`convert.12`, `square.3`): XLA without its CPU fusion emitters, as the tests
+    # run it (tests/procs.py).
+    ("elementwise and reductions", r"fusion|^wrapped_|reduce|add|multiply|select|exp|tanh|divide|subtract|^convert"
+                                   r"|^square|sqrt|^negate|^maximum|^minimum|^compare|^power|^abs|^log"),
     ("loops and control", r"^while|^conditional|^call"),
 )
 # Spans that enclose others (the executor, python frames, the thread pool's waits) are not ops.
