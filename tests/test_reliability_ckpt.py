@@ -16,7 +16,7 @@ import pytest
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training.metrics import read_jsonl
 from fault_main import command as albert_jax_cli
-from procs import CACHE_EVERY_PROGRAM, user_env
+from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # 8 steps, checkpoints at 4 and 8, one evaluation at the end.
@@ -32,7 +32,6 @@ JAX_CACHE = {}  # one persistent compilation cache for the module's runs: the sa
 @pytest.fixture(scope="module", autouse=True)
 def _compile_cache(tmp_path_factory):
     JAX_CACHE["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax_cache"))
-    JAX_CACHE.update(CACHE_EVERY_PROGRAM)
     yield
     JAX_CACHE.clear()
 
