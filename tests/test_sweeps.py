@@ -142,6 +142,20 @@ def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
     assert T.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
 
 
+
+def test_rows_that_share_an_architecture_but_not_a_tokenizer_name_two_random_init_twins():
+    # zh_masking's SentencePiece row has the WordPiece rows' architecture but its own twin (other vocabulary): the
+    # table once printed the WordPiece twin alone and hid the other
+    rows = {r.name: r.fields for r in R.get("zh_masking").rows_at("cpu")}
+    arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128, "num_hidden_layers": 4,
+                "sharing": f["model.sharing"], "vocab": f"{f['data.tokenizer_kind']} V=?"} for r, f in rows.items()}
+    records = [{"arch": a} for a in arch.values()]
+    labels = {r: T.twin_label(a, records) for r, a in arch.items()}
+    assert labels["SentencePiece"] == "E=128 H=128 L=4 all, spm V=?"
+    assert labels["char (WordPiece)"] == labels["gold (WordPiece)"] == "E=128 H=128 L=4 all, wordpiece V=?"
+    one_tokenizer = [r for r in records if r["arch"]["vocab"].startswith("wordpiece")]
+    assert T.twin_label(arch["jieba (WordPiece)"], one_tokenizer) == "E=128 H=128 L=4 all"
+
 def test_sweep_settings_must_name_their_stage():
     with pytest.raises(S.SweepError, match="names its stage"):
         S.split_overrides(["train.num_train_steps=3"])

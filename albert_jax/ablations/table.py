@@ -109,6 +109,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec["arch"] = ({k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers",
                                                               "sharing", "sharing_map", "num_hidden_groups")}
                        if cfg else None)
+        if cfg:  # a random-init twin is the architecture with the row's tokenizer (sweep.random_init_sets)
+            rec["arch"]["vocab"] = f"{cfg['data'].get('tokenizer', 'spm')} V={cfg['model'].get('vocab_size')}"
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
         pre_dirs = E.seeded_dirs(p.directory, "pretrain")
@@ -323,6 +325,13 @@ def describe_arch(arch: dict) -> str:
             + (f", {groups} groups" if groups > 1 else ""))
 
 
+def twin_label(arch: dict, records: list[dict]) -> str:
+    """What names a row's random-init twin: its architecture, and its tokenizer where the rows' tokenizers differ
+    (zh_masking's WordPiece and SentencePiece rows share an architecture but not their twins)."""
+    vocabs = {r["arch"].get("vocab") for r in records if r["arch"]}
+    return describe_arch(arch) + (f", {arch.get('vocab')}" if len(vocabs) > 1 else "")
+
+
 def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
     cols = columns(exp)
     lines = [f"### {exp.title} — scale {scale}", "", f"Reading under test: {exp.reading}", "",
@@ -379,7 +388,7 @@ def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
             rnd = r["random"].get(t)
             if rnd is None or not r["arch"]:
                 continue
-            arch = describe_arch(r["arch"])
+            arch = twin_label(r["arch"], records)
             if (arch, t) not in shown:
                 shown.add((arch, t))
                 out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
