@@ -142,7 +142,6 @@ def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
     assert T.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
 
 
-
 def test_rows_that_share_an_architecture_but_not_a_tokenizer_name_two_random_init_twins():
     # zh_masking's SentencePiece row has the WordPiece rows' architecture but its own twin (other vocabulary): the
     # table once printed the WordPiece twin alone and hid the other
@@ -155,6 +154,11 @@ def test_rows_that_share_an_architecture_but_not_a_tokenizer_name_two_random_ini
     assert labels["char (WordPiece)"] == labels["gold (WordPiece)"] == "E=128 H=128 L=4 all, wordpiece V=?"
     one_tokenizer = [r for r in records if r["arch"]["vocab"].startswith("wordpiece")]
     assert T.twin_label(arch["jieba (WordPiece)"], one_tokenizer) == "E=128 H=128 L=4 all"
+    # a run recorded before data.tokenizer_kind existed was SentencePiece
+    old_run = {"model": {"embedding_size": 128, "hidden_size": 128, "num_hidden_layers": 4, "sharing": "all",
+                         "vocab_size": 4000}, "data": {}}
+    assert T.arch_of(old_run)["vocab"] == "spm V=4000"
+
 
 def test_sweep_settings_must_name_their_stage():
     with pytest.raises(S.SweepError, match="names its stage"):

@@ -21,6 +21,7 @@ from albert_jax.ablations import evidence as E
 from albert_jax.ablations import registry as R
 from albert_jax.ablations import stats
 from albert_jax.ablations import sweep as S
+from albert_jax.configs.schema import ADDED_DEFAULTS
 from albert_jax.training import rundir
 
 MISSING = "—"
@@ -106,11 +107,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec: dict[str, Any] = {"row": p.row.name, "paper": p.row.paper, "directory": str(p.directory)}
         cfg = _read_json(pre / rundir.CONFIG)
         rec["params_run"] = AlbertConfig.from_dict(cfg["model"]).param_count() if cfg else None
-        rec["arch"] = ({k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers",
-                                                              "sharing", "sharing_map", "num_hidden_groups")}
-                       if cfg else None)
-        if cfg:  # a random-init twin is the architecture with the row's tokenizer (sweep.random_init_sets)
-            rec["arch"]["vocab"] = f"{cfg['data'].get('tokenizer', 'spm')} V={cfg['model'].get('vocab_size')}"
+        rec["arch"] = arch_of(cfg) if cfg else None
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
         pre_dirs = E.seeded_dirs(p.directory, "pretrain")
@@ -313,6 +310,15 @@ def cell(rec: dict, key: str) -> str:
     if name.startswith("ft:"):
         return _with_diff(_spread(rec["finetune"].get(name[3:])), rec.get("diff", {}).get(name))
     raise KeyError(key)
+
+
+def arch_of(cfg: dict) -> dict:
+    """What a run's random-init twin is made of: its architecture and its tokenizer (sweep.random_init_sets). Runs
+    recorded before data.tokenizer_kind existed were SentencePiece (the schema's default for them)."""
+    arch = {k: cfg["model"].get(k, "") for k in ("embedding_size", "hidden_size", "num_hidden_layers", "sharing",
+                                                 "sharing_map", "num_hidden_groups")}
+    kind = cfg["data"].get("tokenizer", ADDED_DEFAULTS["data.tokenizer_kind"])
+    return dict(arch, vocab=f"{kind} V={cfg['model'].get('vocab_size')}")
 
 
 def describe_arch(arch: dict) -> str:
