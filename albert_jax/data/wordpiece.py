@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import weakref
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,28 @@ class WordPieceTokenizer:
         return directory / "vocab.txt"
 
 
+def _continuations(tok, files, limit_alphabet: int, chunk_chars: int = 1 << 20) -> list[str]:
+    """The `##c` tokens the trainer creates: one for each alphabet character c that occurs after the first
+    character of a word, the words being the trainer's own (its normaliser, then its pre-tokenizer). The alphabet
+    is every character unless there are more than `limit_alphabet`: then the most frequent ones."""
+    norm, pre = tok._tokenizer.normalizer, tok._tokenizer.pre_tokenizer
+    counts: Counter = Counter()
+    chunks: set[str] = set()
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            while text := fh.read(chunk_chars):
+                text = norm.normalize_str(text + fh.readline())  # whole lines: no word cut in two
+                counts.update(text)
+                chunks.update(text.split())  # the pre-tokenizer splits at whitespace first: each distinct run once
+    later: set[str] = set()
+    for word, _ in pre.pre_tokenize_str("\n".join(sorted(chunks))):
+        later.update(word[1:])
+    letters = [c for c in counts if not c.isspace()]
+    alphabet = set(letters) if len(letters) <= limit_alphabet else set(
+        sorted(letters, key=lambda c: (-counts[c], c))[:limit_alphabet])
+    return ["##" + c for c in sorted(later & alphabet)]
+
+
 def train_wordpiece(output_dir: str | os.PathLike, files, *, vocab_size: int = 21128, lower: bool = True,
                     min_frequency: int = 2, limit_alphabet: int = 10_000) -> WordPieceTokenizer:
     """Train a BERT-style WordPiece vocabulary on `files` (UTF-8 text) into `output_dir`/vocab.txt (+ its
@@ -134,14 +157,20 @@ def train_wordpiece(output_dir: str | os.PathLike, files, *, vocab_size: int = 2
         raise ValueError(f"vocab_size={vocab_size}: a WordPiece vocabulary needs more than the "
                          f"{len(SPECIAL_TOKENS)} special tokens")
     tok = BertWordPieceTokenizer(lowercase=lower, strip_accents=lower, clean_text=True, handle_chinese_chars=True)
+    # The trainer numbers the `##` continuation of a character when it first meets it while walking a hash map of
+    # words, whose order changes from process to process, and those numbers break ties between merges of equal
+    # count (huggingface/tokenizers#1794): the same text gave vocabularies differing in a few dozen `##` pieces.
+    # Registered up front, in code-point order, every continuation has its number before training starts.
+    continuations = _continuations(tok, files, limit_alphabet)
     tok.train(files, vocab_size=vocab_size, min_frequency=min_frequency, limit_alphabet=limit_alphabet,
-              special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+              special_tokens=list(SPECIAL_TOKENS) + continuations, show_progress=False)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "vocab.txt.tmp"
     # The trainer's set of tokens is reproducible but its order of tied tokens is not (a hash map's): written in a
     # canonical order (the special tokens, the single characters, then the rest, each by code point) the same text
     # gives the same vocab.txt, byte for byte.
+    # A registered continuation is in the vocabulary exactly when the trainer would have created it anyway.
     rest = sorted(set(tok.get_vocab()) - set(SPECIAL_TOKENS), key=lambda p: (len(p.removeprefix("##")) > 1, p))
     vocab = list(SPECIAL_TOKENS) + rest
     tmp.write_text("".join(p + "\n" for p in vocab), encoding="utf-8")
