@@ -167,10 +167,9 @@ def train_wordpiece(output_dir: str | os.PathLike, files, *, vocab_size: int = 2
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "vocab.txt.tmp"
-    # The trainer's set of tokens is reproducible but its order of tied tokens is not (a hash map's): written in a
-    # canonical order (the special tokens, the single characters, then the rest, each by code point) the same text
-    # gives the same vocab.txt, byte for byte.
-    # A registered continuation is in the vocabulary exactly when the trainer would have created it anyway.
+    # With the continuations registered the set of tokens is reproducible, but the trainer's order of tied tokens
+    # is still a hash map's: written in a canonical order (the special tokens, the single characters, then the
+    # rest, each by code point) the same text gives the same vocab.txt, byte for byte.
     rest = sorted(set(tok.get_vocab()) - set(SPECIAL_TOKENS), key=lambda p: (len(p.removeprefix("##")) > 1, p))
     vocab = list(SPECIAL_TOKENS) + rest
     tmp.write_text("".join(p + "\n" for p in vocab), encoding="utf-8")
