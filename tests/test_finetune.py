@@ -149,6 +149,24 @@ def test_truncation_is_counted_and_empty_splits_refused():
         Features.stack("test", [])
 
 
+def test_train_examples_is_one_fixed_sample_of_the_train_split_alone(pretrained):
+    """data.train_examples: the same n training examples for every run (a pretrained model and its random-init twin
+    learn from the same labels), in split order, drawn from the whole split; the dev split is untouched."""
+    task, tok = make_task("rt_sentiment"), ft.resolve_init(str(pretrained)).tokenizer
+    full = task.prepare(tok, 32, limit=64)
+    a = task.prepare(tok, 32, limit=64, train_examples=20)
+    b = task.prepare(tok, 32, limit=64, train_examples=20)
+    assert len(a.train) == 20 and len(full.train) == 64
+    np.testing.assert_array_equal(a.train.arrays["input_ids"], b.train.arrays["input_ids"])
+    rows = [tuple(r) for r in full.train.arrays["input_ids"]]
+    picked = [rows.index(tuple(r)) for r in a.train.arrays["input_ids"]]
+    assert picked == sorted(picked) and picked[-1] > 20  # split order, and not simply the first 20
+    for split, dev in a.dev.items():
+        np.testing.assert_array_equal(dev.arrays["input_ids"], full.dev[split].arrays["input_ids"])
+    with pytest.raises(TaskDataError, match=r"data.train_examples=65: .* only 64 examples"):
+        task.prepare(tok, 32, limit=64, train_examples=65)
+
+
 def test_bad_inputs_are_named(pretrained, tmp_path):
     with pytest.raises(ValueError, match="unknown task 'imdb'.*rt_sentiment"):
         make_task("imdb")

@@ -252,6 +252,7 @@ def test_a_warning_shows_on_the_command_line_next_to_the_error(run, cache, tmp_p
     ("data.max_seq_length=0", "data.max_seq_length=0: must be an integer in 5..65535"),
     ("data.max_seq_length=256", "data.max_seq_length=256 exceeds model.max_position_embeddings=128"),
     ("data.limit=-1", "data.limit=-1: must be an integer >= 0"),
+    ("data.train_examples=-1", "data.train_examples=-1: must be an integer >= 0"),
     ("train.log_every=0", "train.log_every=0: must be an integer >= 1"),
     ("train.eval_every=0", "train.eval_every=0"),
     ("train.checkpoint_every=0", "train.checkpoint_every=0"),

@@ -187,6 +187,10 @@ FINETUNE_DATA = {
     "max_seq_length": _int(5, 65535, **_ID),
     "tokenizer": _str(default="", **_ID),  # empty: the init source's; a .model file or a directory holding one
     "limit": _int(0, note=" (0: every example)", **_ID),  # examples per split
+    # A fixed random sample of the train split (seed 0: the same sample for every run and fine-tuning seed, so a
+    # pretrained model and its random-init twin learn from the same labels): how pretraining helps as labels get
+    # scarce (docs/chinese.md). Drawn after `limit`.
+    "train_examples": _int(0, note=" (0: the whole train split)", default=0, added="fingerprint", **_ID),
     "buckets": _str(role="speed"),  # length bucketing (data/bucketing.py): exact, so speed only
 }
 FINETUNE = {"": FINETUNE_TOP, "train": FINETUNE_TRAIN, "data": FINETUNE_DATA, "mesh": MESH,

@@ -171,7 +171,10 @@ class DistilledTask(TaskWrapper):
         if hidden_weight:
             self.ratios["hidden_loss"] = ("hidden_sum", "count")
 
-    def prepare(self, tokenizer, max_len, limit=0):
+    def prepare(self, tokenizer, max_len, limit=0, train_examples=0):
+        if train_examples:  # the teacher's targets are for the whole train split (teacher_targets)
+            raise DistillError(f"data.train_examples={train_examples}: distillation uses the whole train split; "
+                               "set data.limit instead")
         data = self.base.prepare(tokenizer, max_len, limit)
         train = data.train.arrays
         if len(train["label"]) != len(self.targets.labels) or not np.array_equal(train["label"], self.targets.labels):

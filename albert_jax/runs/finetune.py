@@ -318,7 +318,8 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     adopt_hf_head(task, src, config.reset_head)
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)
-    data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit)
+    data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit,
+                        train_examples=config.data.get("train_examples", 0))  # 0 in a record from before it
     data.buckets = bucketing.bucket_lengths(config.data.max_seq_length, config.data.get("buckets", "off"))
     base_seed = config.train.seed
     per_seed = []

@@ -46,6 +46,15 @@ def load_records(source, split: str, limit: int = 0) -> list[dict]:
     return [src[i] for i in range(n)]
 
 
+def sample_train(records: list[dict], n: int, task: str) -> list[dict]:
+    """`n` of the training records, drawn once with seed 0 and kept in their split order: every run that asks for
+    `n` gets the same examples, whatever its own seed, and a larger `n` is not a superset of a smaller one."""
+    if n > len(records):
+        raise TaskDataError(f"data.train_examples={n}: task {task}'s train split has only {len(records)} examples")
+    keep = np.sort(np.random.default_rng(0).choice(len(records), size=n, replace=False))
+    return [records[i] for i in keep]
+
+
 class DownstreamTask(Task):
     source: str = ""
     train_split = "train"
@@ -58,13 +67,17 @@ class DownstreamTask(Task):
     def featurize(self, records: list[dict], tokenizer, max_len: int, split: str, training: bool) -> Features:
         raise NotImplementedError
 
-    def prepare(self, tokenizer, max_len: int, limit: int = 0) -> TaskData:
-        """Every split featurized; `limit` > 0 keeps the first `limit` examples of each (smoke runs). The task keeps
-        nothing of them: what finalize() decodes against travels with each eval set (features.EvalSet)."""
+    def prepare(self, tokenizer, max_len: int, limit: int = 0, train_examples: int = 0) -> TaskData:
+        """Every split featurized; `limit` > 0 keeps the first `limit` examples of each (smoke runs);
+        `train_examples` > 0 then keeps a fixed random sample of that many training examples (labels made
+        scarce). The task keeps nothing of them: what finalize() decodes against travels with each eval set
+        (features.EvalSet)."""
         def split(name, training):
             records = load_records(self.source, name, limit)
             if not records:
                 raise TaskDataError(f"task {self.name}: split {name!r} of {self.source} is empty")
+            if training and train_examples:
+                records = sample_train(records, train_examples, self.name)
             return self.featurize(records, tokenizer, max_len, name, training)
 
         train = split(self.train_split, True)
