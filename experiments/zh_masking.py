@@ -11,6 +11,11 @@ at E=H, all-shared, ReLU as the official Chinese configs), one WordPiece vocabul
   gold   People's Daily's hand segmentation: the same idea with no segmenter error (an upper bound)
 and a SentencePiece row (our earlier Chinese path) for comparison. Each is fine-tuned on zh_sentiment and pd_pos.
 The held-out MLM and SOP sets are masked per character for every row (one yardstick; tasks/pretraining/input.py).
+
+zh_few_labels: the same rows fine-tuned on a fixed 1,000 training examples of each task instead of the whole split
+(finetune data.train_examples), beside random init on the same 1,000: whether this pretraining helps once labels
+are scarce. Its pretraining stages are zh_masking's own: in the same --runs they are linked, not trained again.
+  albert-jax sweep zh_few_labels --scale cpu --runs runs --rows char-wordpiece --seeds 3
 """
 from albert_jax.ablations.evidence import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
@@ -33,7 +38,7 @@ def rows(scale):
     return wordpiece + [Row("SentencePiece", dict(common, **{"data.tokenizer_kind": "spm"}))]
 
 
-EXPERIMENT = Experiment(
+ZH_MASKING_EXPERIMENT = Experiment(
     name="zh_masking", title="Chinese masking: characters, jieba words or gold words",
     reading="source (ERNIE, brightmart/albert_zh): masking whole words beats masking characters; our sources' "
             "doubt: a strong Transformer learns word boundaries itself, and segmenter errors accumulate",
@@ -49,4 +54,13 @@ EXPERIMENT = Experiment(
         Check("gold words beat jieba's on pd_pos (what segmenter errors cost)", "ft:pd_pos", "gold (WordPiece)",
               "jieba (WordPiece)", "higher"),
     ))
+FEW_LABELS = {"smoke": 64, "cpu": 1000, "paper": 1000}  # training examples per task (smoke: of data.limit's 256)
+FEW_LABELS_EXPERIMENT = Experiment(
+    name="zh_few_labels", title="Chinese pretraining with few labels: 1,000 training examples per task",
+    reading="pretraining pays most where labels are few; with the whole train split our small Chinese pretraining "
+            "does not beat random init (zh_masking)",
+    columns=("mlm", "sop"), rows=rows, finetune=("zh_sentiment", "pd_pos"), headline="pd_pos",
+    curve="eval/mlm_accuracy", reference="char (WordPiece)",
+    settings={scale: {"finetune.data.train_examples": n} for scale, n in FEW_LABELS.items()})
+EXPERIMENTS = [ZH_MASKING_EXPERIMENT, FEW_LABELS_EXPERIMENT]
 get_config = config_getter("zh_masking")
