@@ -54,7 +54,7 @@ ZH_MASKING_EXPERIMENT = Experiment(
         Check("gold words beat jieba's on pd_pos (what segmenter errors cost)", "ft:pd_pos", "gold (WordPiece)",
               "jieba (WordPiece)", "higher"),
     ))
-FEW_LABELS = {"smoke": 64, "cpu": 1000, "paper": 1000}  # training examples per task (smoke: of data.limit's 256)
+FEW_LABELS = {"smoke": 16, "cpu": 1000, "paper": 1000}  # training examples per task (smoke: a plumbing test's)
 FEW_LABELS_EXPERIMENT = Experiment(
     name="zh_few_labels", title="Chinese pretraining with few labels: 1,000 training examples per task",
     reading="pretraining pays most where labels are few; with the whole train split our small Chinese pretraining "

@@ -3,7 +3,7 @@ NAME --scale smoke --table` runs every row (pretraining with its final held-out 
 on the experiment's tasks), and the table, CSV and plots come from those runs.
 
 The experiments are split in two files that run in parallel under `make test` (pytest-xdist, one file per worker),
-which runs all sixteen; `make test-sweeps` runs these two files alone.
+which runs all seventeen; `make test-sweeps` runs these two files alone.
 Each file keeps one runs directory, as a user would: a row identical to a finished row of another experiment links
 to it instead of training again (Table 3 and Table 4 share rows, most claims reuse the tables'), so an experiment
 sits in the file of the rows it reuses, after them. Run alone (`-k claim_e128`), an experiment trains its rows
@@ -32,7 +32,7 @@ FAST = ["--set", "finetune.train.num_train_steps=2", "--set", "finetune.train.ev
 # The two files' experiments, each in the order a user would run them (a reused row's source first).
 ABLATIONS = ("table3", "table4", "table5", "claim_e128", "claim_ffn_vs_attention", "claim_layers",
              "claim_sop_long_text", "claim_nsp_pairs", "claim_shared_speed")
-SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3", "zh_masking")
+SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3", "zh_masking", "zh_few_labels")
 # Table 5 runs as its cpu-scale write-up does: two pretraining seeds per row and a random-init baseline, so its
 # table shows intervals over seeds and held-out examples, differences to the reference row and the checked reading.
 EXTRA = {"table5": ["--seeds", "2", "--random-init"]}

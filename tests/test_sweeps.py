@@ -335,3 +335,15 @@ def test_row_names_are_the_same_at_every_scale():
     for name, exp in R.load_registry().items():
         names = [[r.name for r in exp.rows_at(s)] for s in R.SCALES]
         assert names[0] == names[1] == names[2], name
+
+
+def test_zh_few_labels_links_zh_masking_pretraining_and_fine_tunes_on_1000_labels(tmp_path):
+    """zh_few_labels pretrains nothing of its own: its pretraining stages are zh_masking's (one fingerprint, so a
+    sweep in the same runs links them), and every fine-tuning stage, the random-init twins' too, reads 1,000 labels."""
+    few = S.plan(R.get("zh_few_labels"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
+    full = S.plan(R.get("zh_masking"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
+    assert [S.fingerprint(s) for s in few.stages if s.kind == "pretrain"] == \
+        [S.fingerprint(s) for s in full.stages if s.kind == "pretrain"]
+    tuned = [s for s in few.stages if s.kind == "finetune"]
+    assert len(tuned) == 6 and {s.config().data.train_examples for s in tuned} == {1000}
+    assert {s.config().data.train_examples for s in full.stages if s.kind == "finetune"} == {0}
