@@ -286,17 +286,23 @@ def test_fields_added_later_leave_the_fingerprint_as_it_was_at_their_defaults(tm
     from albert_jax.configs.schema import FINGERPRINT_OMITS_AT_DEFAULT
 
     row = ["e-128-all-shared"]
-    stage = S.plan(R.get("table4"), "smoke", tmp_path, rows=row)[0].stages[0]
-    config = stage.config()
-    assert config.data.zh_masking == "char" and config.data.tokenizer_kind == "spm"
-    before = S.fingerprint(stage)
-    for key in FINGERPRINT_OMITS_AT_DEFAULT:  # as a config recorded before the fields existed
-        section, field = key.split(".")
-        del config[section][field]
-    stage.config = lambda: config
-    assert S.fingerprint(stage) == before
+    pretrain, finetune = S.plan(R.get("table4"), "smoke", tmp_path, rows=row)[0].stages[:2]
+    assert pretrain.config().data.zh_masking == "char" and pretrain.config().data.tokenizer_kind == "spm"
+    assert finetune.config().data.train_examples == 0
+    pretrain_print = S.fingerprint(pretrain)
+    for stage in (pretrain, finetune):
+        config, before = stage.config(), S.fingerprint(stage)
+        omitted = [k for k in FINGERPRINT_OMITS_AT_DEFAULT if k.split(".")[1] in config[k.split(".")[0]]]
+        assert omitted, stage.kind
+        for key in omitted:  # as a config recorded before the fields existed
+            section, field = key.split(".")
+            del config[section][field]
+        stage.config = lambda config=config: config
+        assert S.fingerprint(stage) == before, stage.kind
+    stage = S.plan(R.get("table4"), "smoke", tmp_path, ["finetune.data.train_examples=8"], rows=row)[0].stages[1]
+    assert S.fingerprint(stage) != S.fingerprint(finetune)
     jieba = S.plan(R.get("table4"), "smoke", tmp_path, ["pretrain.data.zh_masking=jieba"], rows=row)[0].stages[0]
-    assert S.fingerprint(jieba) != before
+    assert S.fingerprint(jieba) != pretrain_print
 
 
 def test_a_stage_identical_to_a_finished_one_links_to_it_instead_of_training_again(swept):
