@@ -80,6 +80,13 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     # an added field: a record without it reads its default, and a sweep leaves it out at that default
     assert workdir.ADDED_DEFAULTS["experiment.data.zh_masking"] == "char"
     assert "data.packing" in schema.ADDED_DEFAULTS and "data.packing" not in schema.FINGERPRINT_OMITS_AT_DEFAULT
+    # data_field reads a recorded config of either stage: its value, or the section's default when it predates it
+    assert schema.data_field({}, "zh_masking") == "char"
+    assert schema.data_field({"zh_masking": "gold"}, "zh_masking") == "gold"
+    assert schema.data_field({}, "train_examples", schema.FINETUNE_DATA) == 0
+    assert schema.data_field({"train_examples": 1000}, "train_examples", schema.FINETUNE_DATA) == 1000
+    with pytest.raises(KeyError):  # a fine-tuning field is not a pretraining one
+        schema.data_field({}, "train_examples")
 
 
 def test_a_finetune_resume_may_not_change_its_head_or_depth(tmp_path):

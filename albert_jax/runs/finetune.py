@@ -28,6 +28,7 @@ from flax import linen as nn
 from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
 from albert_jax.runs import validate
+from albert_jax.configs import schema
 from albert_jax.configs.schema import FINETUNE_MODEL_KNOBS as KNOBS
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
@@ -319,7 +320,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dic
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit,
-                        train_examples=config.data.get("train_examples", 0))  # 0 in a record from before it
+                        train_examples=schema.data_field(config.data, "train_examples", schema.FINETUNE_DATA))
     data.buckets = bucketing.bucket_lengths(config.data.max_seq_length, config.data.get("buckets", "off"))
     base_seed = config.train.seed
     per_seed = []
