@@ -272,7 +272,7 @@ ADDED_DEFAULTS = {k: f.default for k, f in FIELDS.items() if f.added}
 FINGERPRINT_OMITS_AT_DEFAULT = {k: f.default for k, f in FIELDS.items() if f.added == "fingerprint"}
 
 
-def data_field(d, name: str, fields: dict | None = None) -> Any:
+def data_field(d, name: str, fields: dict = PRETRAIN_DATA) -> Any:
     """data.<name> of a recorded config, or its default when the config predates the field; `fields` is the
-    section's schema (pretraining's data section unless given)."""
-    return d.get(name, (PRETRAIN_DATA if fields is None else fields)[name].default)
+    section's schema (read only)."""
+    return d.get(name, fields[name].default)
