@@ -29,7 +29,6 @@ from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
 from albert_jax.runs import validate
 from albert_jax.configs import schema
-from albert_jax.configs.schema import FINETUNE_MODEL_KNOBS as KNOBS
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
@@ -192,7 +191,7 @@ def model_config(config, src: InitSource, tokenizer) -> AlbertConfig:
     if src.kind == "random":
         cfg = model_from_section(config.model, vocab_size=config.model.vocab_size or tokenizer.vocab_size)
     else:
-        cfg = src.model_cfg.replace(**{k: config.model[k] for k in KNOBS})
+        cfg = src.model_cfg.replace(**{k: config.model[k] for k in schema.FINETUNE_MODEL_KNOBS})
         if config.depth:
             cfg = with_depth(cfg, config.depth, src.path)
     if config.data.max_seq_length > cfg.max_position_embeddings:
