@@ -99,6 +99,26 @@ def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
     assert T.check_readings(exp, records)[0][1] == "reproduced"
 
 
+
+def test_a_reading_from_an_unfinished_row_says_so_far(tmp_path):
+    """A verdict drawn while a row is still running is marked "so far" and names that row; once both rows are
+    done it is the plain verdict."""
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import table as T
+
+    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
+                       checks=(E.Check("a beats b", "ft:t", "a", "b", "higher"),))
+    learnt = {"did_not_learn": False}
+    records = [{"row": "a", "est": {}, "samples": {"ft:t": [0.8, 0.81]}, "finetune": {"t": learnt},
+                "eval_set": "", "done": False},
+               {"row": "b", "est": {}, "samples": {"ft:t": [0.5, 0.5]}, "finetune": {"t": learnt},
+                "eval_set": "", "done": True}]
+    [(check, verdict, words)] = T.check_readings(exp, records)
+    assert verdict == "reproduced so far" and words.endswith("; a not finished"), (verdict, words)
+    records[0]["done"] = True
+    [(check, verdict, words)] = T.check_readings(exp, records)
+    assert verdict == "reproduced" and "not finished" not in words
+
 def _accuracy(n, right, seed=0):
     """One seed's per-example correctness: `right` of `n` examples, spread by a fixed permutation."""
     x = np.zeros(n)

@@ -216,7 +216,9 @@ def reference_row(exp: R.Experiment, records: list[dict]) -> dict | None:
 
 
 def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check, str, str]]:
-    """Each of the experiment's checks with its verdict (reproduced, contradicted, not resolved, not run)."""
+    """Each of the experiment's checks with its verdict (reproduced, contradicted, not resolved, not run). A
+    verdict drawn while one of its rows is still running says "so far" and names the row: a table printed from a
+    sweep in progress must not read as its finding (a partial row once showed "contradicted" from one seed)."""
     by_row = {r["row"]: r for r in records}
     est = {r["row"]: r["est"] for r in records}
     diff = {}
@@ -232,7 +234,12 @@ def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check
         if stuck:  # a row stuck at the majority class is no measurement of what pretraining gave it
             out.append((c, "not resolved", f"{' and '.join(stuck)} did not learn"))
         else:
-            out.append((c, *c.verdict(est, diff)))
+            verdict, words = c.verdict(est, diff)
+            running = [name for name in (c.row, c.against) if name in by_row and not by_row[name].get("done", True)]
+            if running and verdict != "not run":
+                verdict, words = f"{verdict} so far", "; ".join(filter(None, [words, f"{' and '.join(running)} "
+                                                                              "not finished"]))
+            out.append((c, verdict, words))
     return out
 
 
