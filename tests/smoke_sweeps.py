@@ -78,6 +78,7 @@ def run_and_check(name: str, runs) -> None:
             assert (key in r["diff"]) == (r is not reference), (name, r["row"], key)
     if name in EXTRA:
         assert f"Pretraining seeds per row: {seeds}." in table
+        assert "Fine-tuning seeds per pretraining seed: " in table and "cells in progress" not in table
         for task in exp.finetune:
             assert f"Random init, {T.describe_arch(records[0]['arch'])}, {task} dev: " in table
             assert all(r["vs_random"][task] is not None for r in records)

@@ -48,6 +48,26 @@ def test_a_seed_without_its_examples_makes_the_interval_over_seeds_only(tmp_path
     assert stats.estimate(ts.samples).over == "seeds"
 
 
+
+def test_a_table_says_how_many_fine_tuning_seeds_stand_behind_each_cell(tmp_path):
+    """Mid-sweep, one pretraining seed's fine-tunes are listed as such; when every cell is complete, one line."""
+    from albert_jax.ablations import registry as R
+    from albert_jax.ablations import table as T
+
+    for seed in (0, 1):
+        _finetune_seed(tmp_path / "ft", seed, pred=[1], label=[1], index=[0], dev_accuracy=1.0)
+    (tmp_path / "ft-seed-1").mkdir()
+    ts = E.finetune_samples([tmp_path / "ft", tmp_path / "ft-seed-1"], "accuracy")
+    assert ts.per_pretraining == (2, 0)
+    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [], finetune=("t",))
+    records = [{"row": r, "pretrain_seeds": 3, "finetune": {"t": {"per_pretraining": c}}}
+               for r, c in (("a", ts.per_pretraining), ("b", (2, 2, 2)))]
+    assert T.finetune_seed_lines(exp, records) == [
+        "Fine-tuning cells in progress (finished fine-tuning seeds under pretraining seed 0+1+...): a t 2+0+0; "
+        "b t 2+2+2."]
+    records[0]["finetune"]["t"]["per_pretraining"] = (2, 2, 2)
+    assert T.finetune_seed_lines(exp, records) == ["Fine-tuning seeds per pretraining seed: 2."]
+
 @pytest.mark.parametrize("value,majority,flag", [(0.520, 0.509, True), (0.529, 0.509, True), (0.530, 0.509, False),
                                                  (0.491, 0.509, True), (0.700, 0.509, False), (0.9, None, False)])
 def test_did_not_learn_within_two_points_of_the_majority(value, majority, flag):

@@ -91,6 +91,7 @@ class TaskSamples:
     values: list[float]  # each seed's dev metric, as its results.json reports it
     labels: np.ndarray | None = None  # dev labels, for the majority baseline
     tag_counts: np.ndarray | None = None  # tagging: dev words per tag, for the same baseline
+    per_pretraining: tuple[int, ...] = ()  # finished fine-tuning seeds under each pretraining seed, in seed order
 
     @property
     def majority(self) -> float | None:
@@ -106,12 +107,14 @@ class TaskSamples:
 def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> TaskSamples | None:
     """Every finished fine-tuning seed under the given workdirs (one per pretraining seed), as fractions: `scale`
     is the metric's unit (100 for a percentage, tasks/base.Task.metric_scale)."""
-    values, per_example, labels, tag_counts = [], [], None, None
+    values, per_example, labels, tag_counts, counts = [], [], None, None, []
     for ft in ft_dirs:
+        counts.append(0)
         for seed_dir in rundir.seed_dirs(ft).values():
             r = _read_json(seed_dir / rundir.RESULTS)
             if not r or metric not in r.get("dev", {}):
                 continue
+            counts[-1] += 1
             values.append(float(r["dev"][metric]) / scale)
             e = load_examples(seed_dir / BEST_EXAMPLES_FILE)
             dev = next(iter(e.values())) if e else None
@@ -135,7 +138,7 @@ def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> Ta
         return None
     sizes = {len(x[0]) if isinstance(x, tuple) else len(x) for x in per_example if x is not None}
     complete = all(x is not None for x in per_example) and len(sizes) == 1
-    return TaskSamples(metric, per_example if complete else values, values, labels, tag_counts)
+    return TaskSamples(metric, per_example if complete else values, values, labels, tag_counts, tuple(counts))
 
 
 # ------------------------------------------------------------------------------------------ baselines

@@ -72,7 +72,7 @@ def _finetune_result(ts: "E.TaskSamples | None") -> dict | None:
     est = _estimate(ts.samples)
     values = ts.values
     return {"metric": ts.metric, "median": est.value, "min": min(values), "max": max(values), "n": len(values),
-            "values": values, "estimate": est, "majority": ts.majority,
+            "values": values, "estimate": est, "majority": ts.majority, "per_pretraining": ts.per_pretraining,
             "did_not_learn": E.did_not_learn(est.value, ts.majority)}
 
 
@@ -376,6 +376,27 @@ def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
     return "\n".join(lines + [""] + notes) + "\n"
 
 
+def finetune_seed_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
+    """How many fine-tuning seeds stand behind each fine-tuning cell, per pretraining seed. One line when every
+    cell has the same; otherwise each cell's counts, so a table printed mid-sweep does not pass one pretraining
+    seed's fine-tunes off as the row's."""
+    cells = {}
+    for r in records:
+        for t in exp.finetune:
+            res = r["finetune"].get(t)
+            if res:
+                counts = list(res.get("per_pretraining") or ())
+                cells[(r["row"], t)] = counts + [0] * max(0, (r.get("pretrain_seeds") or 0) - len(counts))
+    if not cells:
+        return []
+    if len({tuple(c) for c in cells.values()}) == 1:
+        [counts] = {tuple(c) for c in cells.values()}
+        if len(set(counts)) == 1:
+            return [f"Fine-tuning seeds per pretraining seed: {counts[0]}."]
+    listed = "; ".join(f"{row} {t} {'+'.join(map(str, c))}" for (row, t), c in cells.items())
+    return [f"Fine-tuning cells in progress (finished fine-tuning seeds under pretraining seed 0+1+...): {listed}."]
+
+
 def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
     """What each column's numbers stand against: chance and majority, and random init per architecture."""
     ref = reference_row(exp, records)
@@ -383,6 +404,7 @@ def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
     out = [f"Cells: median over seeds [95% interval, bootstrap over seeds and held-out examples]; Δ: the paired "
            f"difference to the reference row ({ref['row'] if ref else '—'}), ✓ where its interval excludes 0. "
            f"Pretraining seeds per row: {', '.join(map(str, seeds)) or '—'}."]
+    out += finetune_seed_lines(exp, records)
     base = ["Baselines: held-out SOP and NSP are balanced, chance = majority = 50.0"]
     first = next((r for r in records if r.get("samples")), None)
     if first is not None:
