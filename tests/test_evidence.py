@@ -48,7 +48,6 @@ def test_a_seed_without_its_examples_makes_the_interval_over_seeds_only(tmp_path
     assert stats.estimate(ts.samples).over == "seeds"
 
 
-
 def test_a_table_says_how_many_fine_tuning_seeds_stand_behind_each_cell(tmp_path):
     """Mid-sweep, one pretraining seed's fine-tunes are listed as such; when every cell is complete, one line."""
     from albert_jax.ablations import registry as R
@@ -67,6 +66,7 @@ def test_a_table_says_how_many_fine_tuning_seeds_stand_behind_each_cell(tmp_path
         "b t 2+2+2."]
     records[0]["finetune"]["t"]["per_pretraining"] = (2, 2, 2)
     assert T.finetune_seed_lines(exp, records) == ["Fine-tuning seeds per pretraining seed: 2."]
+
 
 @pytest.mark.parametrize("value,majority,flag", [(0.520, 0.509, True), (0.529, 0.509, True), (0.530, 0.509, False),
                                                  (0.491, 0.509, True), (0.700, 0.509, False), (0.9, None, False)])
@@ -119,7 +119,6 @@ def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
     assert T.check_readings(exp, records)[0][1] == "reproduced"
 
 
-
 def test_a_reading_from_an_unfinished_row_says_so_far(tmp_path):
     """A verdict drawn while a row is still running is marked "so far" and names that row; once both rows are
     done it is the plain verdict."""
@@ -138,6 +137,7 @@ def test_a_reading_from_an_unfinished_row_says_so_far(tmp_path):
     records[0]["done"] = True
     [(check, verdict, words)] = T.check_readings(exp, records)
     assert verdict == "reproduced" and "not finished" not in words
+
 
 def _accuracy(n, right, seed=0):
     """One seed's per-example correctness: `right` of `n` examples, spread by a fixed permutation."""

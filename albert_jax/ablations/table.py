@@ -237,8 +237,8 @@ def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check
             verdict, words = c.verdict(est, diff)
             running = [name for name in (c.row, c.against) if name in by_row and not by_row[name].get("done", True)]
             if running and verdict != "not run":
-                verdict, words = f"{verdict} so far", "; ".join(filter(None, [words, f"{' and '.join(running)} "
-                                                                              "not finished"]))
+                note = f"{' and '.join(running)} not finished"
+                verdict, words = f"{verdict} so far", f"{words}; {note}" if words else note
             out.append((c, verdict, words))
     return out
 
@@ -389,10 +389,9 @@ def finetune_seed_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
                 cells[(r["row"], t)] = counts + [0] * max(0, (r.get("pretrain_seeds") or 0) - len(counts))
     if not cells:
         return []
-    if len({tuple(c) for c in cells.values()}) == 1:
-        [counts] = {tuple(c) for c in cells.values()}
-        if len(set(counts)) == 1:
-            return [f"Fine-tuning seeds per pretraining seed: {counts[0]}."]
+    counts = {n for c in cells.values() for n in c}
+    if len(counts) == 1 and len({len(c) for c in cells.values()}) == 1:  # the same everywhere: one line
+        return [f"Fine-tuning seeds per pretraining seed: {counts.pop()}."]
     listed = "; ".join(f"{row} {t} {'+'.join(map(str, c))}" for (row, t), c in cells.items())
     return [f"Fine-tuning cells in progress (finished fine-tuning seeds under pretraining seed 0+1+...): {listed}."]
 
