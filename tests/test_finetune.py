@@ -70,24 +70,43 @@ def test_two_seeds_best_checkpoint_test_once_and_rerun_reuses(pretrained, tmp_pa
     assert again["seeds"] == out["seeds"]
 
 
-def test_sigkill_mid_finetune_resumes_to_the_same_result(pretrained, tmp_path):
+def _wic_args(pretrained, *extra):
     args = ["--config", "experiments/finetune.py:task=wordnet_wic,init=" + str(pretrained) + ",scale=smoke"]
-    for o in TINY:
+    for o in (*TINY, *extra):
         args += ["--set", o]
+    return args
 
-    def run(wd, kill_at=None):
-        return subprocess.run([*command(kill_at), "finetune", "--workdir", str(wd), *args],
-                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
 
-    whole = run(tmp_path / "whole")
-    assert whole.returncode == 0, whole.stderr[-2000:]
-    killed = run(tmp_path / "killed", kill_at=4)
+def _run_finetune(wd, args, kill_at=None):
+    return subprocess.run([*command(kill_at), "finetune", "--workdir", str(wd), *args],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def whole_wic(pretrained, tmp_path_factory):
+    wd = tmp_path_factory.mktemp("whole_wic")
+    p = _run_finetune(wd, _wic_args(pretrained))
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads((wd / "seed-0" / "results.json").read_text())
+
+
+@pytest.mark.parametrize("checkpoint_every", [3, 6])
+def test_sigkill_mid_finetune_resumes_to_the_same_result(pretrained, whole_wic, tmp_path, checkpoint_every):
+    """Killed after step 4 of 6 (dev evaluated at 3). With a checkpoint at 3 the rerun resumes there; with none
+    before the kill it starts again from step 0, and the best checkpoint from step 3 must be set aside first
+    (saving best/3 again once failed with StepAlreadyExistsError). Either way the result is the whole run's."""
+    args = _wic_args(pretrained, f"train.checkpoint_every={checkpoint_every}")
+    wd = tmp_path / "killed"
+    killed = _run_finetune(wd, args, kill_at=4)
     assert killed.returncode == -9
-    resumed = run(tmp_path / "killed")
+    assert (wd / "seed-0" / "best" / "3").is_dir()
+    resumed = _run_finetune(wd, args)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    a = json.loads((tmp_path / "whole" / "seed-0" / "results.json").read_text())
-    b = json.loads((tmp_path / "killed" / "seed-0" / "results.json").read_text())
-    assert a["dev"] == b["dev"] and a["test"] == b["test"] and a["best_step"] == b["best_step"]
+    b = json.loads((wd / "seed-0" / "results.json").read_text())
+    assert whole_wic["dev"] == b["dev"] and whole_wic["test"] == b["test"]
+    assert whole_wic["best_step"] == b["best_step"]
+    set_aside = sorted(n for n in os.listdir(wd / "seed-0" / "best") if not n.isdigit())
+    assert set_aside == ([] if checkpoint_every == 3 else ["rolled-back-3"])
 
 
 HEADLINE = {"rt_sentiment": "accuracy", "wordnet_wic": "accuracy", "hedge": "f1", "verse_paraphrase": "f1",

@@ -274,11 +274,16 @@ def _restore(run: Run, s: _Session):
     restored = s.checkpointer.restore_latest(s.abstract_state, validate=lambda _s, d, _m: s.batches.set_state(d))
     best = {"value": -math.inf, "step": 0}
     if restored is None:
+        start = 0
         if run.init_params is not None:
-            return 0, st.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings), best
-        return 0, st.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed), s.shardings), best
-    start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
-    log.info("resumed from step %d", start)
+            state = st.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings)
+        else:
+            state = st.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed), s.shardings)
+    else:
+        start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
+        log.info("resumed from step %d", start)
+    # Also on a fresh start: a run killed after its first best checkpoint but before its first regular one restarts
+    # from step 0, and that best (from a step it will repeat) must be set aside, or saving the repeat fails.
     if s.best_ckpt is not None and s.best_ckpt.steps():
         best = _resume_best(s.best_ckpt, start)
     return start, state, best
