@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from smoke_sweeps import ABLATIONS, FAST, ROOT, SIZES
@@ -191,6 +192,66 @@ def test_a_deeper_row_warm_starts_from_its_shallower_rows_final_checkpoint(tmp_p
     for row in ("l-1", "l-3"):
         assert json.loads((rows / row / "row.json").read_text())["state"] == "done"
     assert out.stderr.count("initialising from") == 1  # the 1-layer row starts from scratch
+
+
+# ---------------------------------------------------------------- --jobs: a row's stages as processes
+def test_jobs_start_each_stage_after_what_it_reads_and_an_identical_twin_after_its_first(tmp_path):
+    """The order --jobs starts stages in, planned without running: a fine-tune after its pretraining, a deeper row's
+    pretraining after its source's, a row's random-init twin after the identical one of the row before."""
+    from albert_jax.ablations.parallel import _Queue
+
+    plans = S.plan(R.get("table5"), "smoke", tmp_path, rows=["NSP", "SOP"], random_init=True)
+    q = _Queue([(p, s) for p in plans for s in p.stages], reuse_stages=True)
+    nsp, sop = (tmp_path / "table5" / "smoke" / r for r in ("nsp", "sop"))
+    first = [q.next_ready()[1].workdir for _ in range(3)]
+    assert first == [nsp / "pretrain", nsp / "finetune-rt_sentiment-random", sop / "pretrain"]
+    assert q.next_ready() is None  # the fine-tunes wait for their pretraining, SOP's twin for NSP's
+    q.finished |= {nsp / "pretrain", nsp / "finetune-rt_sentiment-random"}
+    assert {q.next_ready()[1].workdir for _ in range(2)} == {nsp / "finetune-rt_sentiment",
+                                                             sop / "finetune-rt_sentiment-random"}
+    q.failed[sop / "pretrain"] = "exit status 1"
+    assert q.next_ready() is None and not q.todo  # its fine-tune can never start: reported, not waited for
+    assert q.failed[sop / "finetune-rt_sentiment"].startswith("not started")
+    deeper = S.plan(R.get("table11"), "smoke", tmp_path, rows=["L=1", "L=3"], random_init=False)
+    q = _Queue([(p, s) for p in deeper for s in p.stages], reuse_stages=True)
+    assert q.next_ready()[1].workdir == deeper[0].stages[0].workdir and q.next_ready() is None
+
+
+def test_jobs_run_stages_side_by_side_pass_sigterm_on_and_resume(tmp_path):
+    args = [sys.executable, "-m", "albert_jax.main", "sweep", "table5", "--scale", "smoke", "--runs", str(tmp_path),
+            "--rows", "NSP,SOP", "--random-init", "--jobs", "2", *FAST]
+    rows = tmp_path / "table5" / "smoke"
+    p = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 600
+    while not (rows / "nsp" / "pretrain" / "checkpoints").exists() and time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    first, _ = p.communicate(timeout=600)
+    assert p.returncode == 128 + signal.SIGTERM, first
+    assert "passed to the 2 running stage(s)" in first and "rerun the same command" in first
+    assert first.count("-> running") == 2 and "done in" not in first  # two at once, the first unfinished
+    left = [c for c in Path("/proc").glob("[0-9]*/cmdline") if str(tmp_path) in _read(c)]
+    assert not left, "a stage outlived the sweep that started it"
+    second = cli(*args[3:]).stdout
+    nsp, sop = rows / "nsp", rows / "sop"
+    assert "finetune-rt_sentiment-random: identical to the finished" in second
+    twin = sop / "finetune-rt_sentiment-random"
+    assert twin.is_symlink() and os.path.samefile(twin, nsp / "finetune-rt_sentiment-random")
+    for d in (nsp, sop):
+        assert json.loads((d / "row.json").read_text())["state"] == "done"
+        assert "pretrain_" in (d / "pretrain.log").read_text()  # each stage's own output beside its workdir
+        steps = [json.loads(x)["step"] for x in (d / "pretrain" / "metrics.jsonl").read_text().splitlines()
+                 if "loss" in json.loads(x)]
+        assert steps == sorted(set(steps)) and steps[-1] == 4  # resumed, no step trained twice
+        assert len(json.loads((d / "finetune-rt_sentiment" / "results.json").read_text())["seeds"]) == 1
+    assert "running" not in cli(*args[3:]).stdout  # a finished sweep starts nothing
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # a process that ended while we looked
+        return ""
 
 
 def test_table_of_rows_not_run_shows_them_missing_never_zero(tmp_path):

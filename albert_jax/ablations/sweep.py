@@ -13,7 +13,8 @@ tasks), the sweep links to it instead of training it again (`--no-reuse` trains 
 row.json records a fingerprint of every stage's resolved config for this; a link is a relative symlink, so a
 runs directory can be moved, and the finished source is never written to.
 
-Launchers: `local` runs the rows in this process, one after another; `slurm` (and `submitit-local`, the same
+Launchers: `local` runs the rows in this process, one after another (with `--jobs N`, their stages as N processes
+at a time: ablations/parallel.py); `slurm` (and `submitit-local`, the same
 code path on this machine) submits one job per chain of rows through submitit (a row warm-started from another
 runs in its source's job, after it); `print` prints one command per chain for any other scheduler.
 """
@@ -49,6 +50,7 @@ class Stage:
     workdir: Path
     spec: str  # experiments/<file>.py:<args>
     sets: list[str]
+    after: Path | None = None  # the workdir of the stage this one reads (its init or warm start): runs first
 
     def config(self):
         from albert_jax.configs.loader import load_config
@@ -233,6 +235,7 @@ def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str
             continue
         d = row_directory(runs, exp.name, scale, row)
         pre_sets = [f"{k}={_format(v)}" for k, v in row.fields.items()] + fixed["pretrain"]
+        src = None
         if row.warm_start:
             src = row_directory(runs, exp.name, scale, exp.row(scale, row.warm_start)) / "pretrain"
             pre_sets += [f"train.init_from={src}", "train.init_mode=deeper"]
@@ -241,12 +244,12 @@ def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str
         for k in range(seeds):
             sfx = seed_suffix(k)
             pre = Stage("pretrain", f"pretrain{sfx}", d / f"pretrain{sfx}", f"{exp_dir / 'pretrain.py'}:scale={scale}",
-                        pre_sets + ([f"train.seed={k}"] if k else []))
+                        pre_sets + ([f"train.seed={k}"] if k else []), after=src)
             stages.append(pre)
             for task in exp.finetune:
                 spec = f"{exp_dir / 'finetune.py'}:task={task},init={pre.workdir},scale={scale}"
                 stages.append(Stage("finetune", f"finetune-{task}{sfx}", d / f"finetune-{task}{sfx}", spec,
-                                    fixed["finetune"] + user["finetune"]))
+                                    fixed["finetune"] + user["finetune"], after=pre.workdir))
         if random_init:
             sets = random_init_sets(stages[0])
             for task in exp.finetune:
@@ -295,7 +298,7 @@ def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
 
 
 # ------------------------------------------------------------------ running
-def _write_row_json(p: RowPlan, state: dict) -> None:
+def write_row_json(p: RowPlan, state: dict) -> None:
     p.directory.mkdir(parents=True, exist_ok=True)
     tmp = p.directory / "row.json.tmp"
     tmp.write_text(json.dumps({**p.describe(), **state}, indent=1), encoding="utf-8")
@@ -325,7 +328,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
     started = time.time()
     for i, p in enumerate(plans, start=offset + 1):
         status = {s.name: ("done" if s.done() else s.progress()) for s in p.stages}
-        _write_row_json(p, {"state": "running", "stages_state": status})
+        write_row_json(p, {"state": "running", "stages_state": status})
         print(f"[{i}/{total}] {p.experiment} {p.scale} · {p.row.name}: "
               + ", ".join(f"{k} {v}" for k, v in status.items()), file=out, flush=True)
         for s in p.stages:
@@ -340,12 +343,12 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
             t0 = time.time()
             stopped = run_stage(s)
             if stopped is not None:
-                _write_row_json(p, {"state": "interrupted", "stages_state": {x.name: x.progress() for x in p.stages}})
+                write_row_json(p, {"state": "interrupted", "stages_state": {x.name: x.progress() for x in p.stages}})
                 print(f"[{i}/{total}]   {s.name}: stopped at {s.progress()}; rerun the same command to continue",
                       file=out, flush=True)
                 return stopped
             print(f"[{i}/{total}]   {s.name}: done in {time.time() - t0:.0f} s", file=out, flush=True)
-        _write_row_json(p, {"state": "done", "stages_state": {s.name: "done" for s in p.stages}})
+        write_row_json(p, {"state": "done", "stages_state": {s.name: "done" for s in p.stages}})
         elapsed = time.time() - started
         print(f"[{i}/{total}] done · {i - offset}/{len(plans)} rows this run in {elapsed:.0f} s", file=out,
               flush=True)

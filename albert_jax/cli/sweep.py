@@ -16,6 +16,8 @@ def _run(args) -> int:
     plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir, args.seeds,
                        args.random_init)
     groups = sweep.chains(plans)
+    if args.jobs is not None and args.launcher != "local":
+        raise sweep.SweepError(f"--jobs is the local launcher's; --launcher {args.launcher} runs one job per chain")
     if args.launcher == "print":
         for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set, args.seeds, args.random_init,
                                           tasks):
@@ -26,7 +28,12 @@ def _run(args) -> int:
     print(f"{exp.name} at scale {args.scale}: {len(plans)} rows ({done} already finished) in "
           f"{Path(args.runs) / exp.name / args.scale}", flush=True)
     if args.launcher == "local":
-        stopped = sweep.run_rows(plans, reuse_stages=not args.no_reuse)
+        if args.jobs is None:
+            stopped = sweep.run_rows(plans, reuse_stages=not args.no_reuse)
+        else:
+            from albert_jax.ablations.parallel import run_parallel
+
+            stopped = run_parallel(plans, args.jobs, reuse_stages=not args.no_reuse)
         if stopped is not None:
             return stopped_status(stopped)  # the stage checkpointed; the same command continues
     else:
@@ -65,6 +72,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
                    "the same through submitit's local executor; print: one launch command per row")
+    p.add_argument("--jobs", type=int, metavar="N", help="local: run the stages as N processes at a time, each as "
+                   "soon as the stage it reads has finished, its output in <stage workdir>.log (default: the rows "
+                   "in this process, one stage after another)")
     p.add_argument("--seeds", type=int, default=1, help="pretraining seeds per row (train.seed 0..N-1), each "
                    "fine-tuned like the first; rerun with a larger N to add seeds (default 1)")
     p.add_argument("--random-init", dest="random_init", action=argparse.BooleanOptionalAction, default=None,
