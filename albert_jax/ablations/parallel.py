@@ -9,6 +9,9 @@ is the very command the in-process launcher would run (`Stage.command`), in its 
   tokenizer), the first runs and the second waits for it and then links to it (sweep.reuse), as a sequential
   sweep would.
 SIGINT and SIGTERM are passed on to every running stage, which checkpoints and stops: the same command continues.
+Each stage runs in a session of its own, so that a terminal's Ctrl-C reaches it once, through the sweep; a sweep
+killed outright (SIGKILL) therefore leaves its stages running to their end, and a rerun meanwhile finds their
+workdirs locked.
 A stage that fails stops only the stages that need it; the others run on, and the sweep ends with an error that
 names every failed stage and its log.
 """
@@ -25,12 +28,13 @@ from albert_jax.ablations.sweep import RowPlan, Stage, SweepError, fingerprint, 
 POLL_S = 0.5
 
 
-def stage_argv(stage: Stage) -> list[str]:
-    """`Stage.command()` for this interpreter (a venv's albert-jax need not be on PATH)."""
+def stage_argv(stage: Stage, log_level: str = "INFO") -> list[str]:
+    """`Stage.command()` for this interpreter (a venv's albert-jax need not be on PATH). At INFO by default: the
+    log is a file, where the trainer draws no progress bar, so its "step N/M, loss ..." lines are the progress."""
     argv = [sys.executable, "-m", "albert_jax.main", stage.kind, "--config", stage.spec]
     for s in stage.sets:
         argv += ["--set", s]
-    return argv + ["--workdir", str(stage.workdir)]
+    return argv + ["--workdir", str(stage.workdir), "--log-level", log_level]
 
 
 def log_path(stage: Stage) -> Path:
@@ -51,7 +55,7 @@ def _twins(todo: list[tuple[RowPlan, Stage]]) -> dict[Path, Path]:
 
 
 def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: bool = True,
-                 env: dict | None = None) -> int | None:
+                 env: dict | None = None, log_level: str = "INFO") -> int | None:
     """Run (or resume) every stage of `plans`, at most `jobs` at a time; None when every row finished, else the
     signal that stopped the sweep (0: none known). Raises SweepError naming the stages that failed."""
     if jobs < 1:
@@ -82,7 +86,7 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
                     print(f"{q.count()} {p.row.name} · {s.name}: identical to the finished {src}: linked, not rerun",
                           file=out, flush=True)
                     continue
-                running[_launch(s, env)] = (p, s, time.time())
+                running[_launch(s, env, log_level)] = (p, s, time.time())
                 print(f"{q.count()} {p.row.name} · {s.name}: {s.progress()} -> running (log {log_path(s)})",
                       file=out, flush=True)
             for proc in [x for x in running if x.poll() is not None]:
@@ -113,11 +117,11 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
     return None
 
 
-def _launch(stage: Stage, env: dict | None) -> subprocess.Popen:
+def _launch(stage: Stage, env: dict | None, log_level: str) -> subprocess.Popen:
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path(stage), "a", encoding="utf-8") as log:
         # Its own session: a terminal's Ctrl-C reaches it once, through this sweep, like a scheduler's SIGTERM.
-        return subprocess.Popen(stage_argv(stage), stdout=log, stderr=subprocess.STDOUT, env=env,
+        return subprocess.Popen(stage_argv(stage, log_level), stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
 
 

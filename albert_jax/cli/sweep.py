@@ -33,7 +33,8 @@ def _run(args) -> int:
         else:
             from albert_jax.ablations.parallel import run_parallel
 
-            stopped = run_parallel(plans, args.jobs, reuse_stages=not args.no_reuse)
+            stopped = run_parallel(plans, args.jobs, reuse_stages=not args.no_reuse,
+                                   log_level="DEBUG" if args.log_level.upper() == "DEBUG" else "INFO")
         if stopped is not None:
             return stopped_status(stopped)  # the stage checkpointed; the same command continues
     else:
