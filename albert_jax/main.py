@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from albert_jax import lifeline
+    lifeline.hold()  # a stage of `sweep --jobs` stops with its sweep
     args = build_parser().parse_args(argv)
     from albert_jax import compile_cache
     compile_cache.enable()  # before jax is imported by the handler

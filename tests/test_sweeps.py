@@ -230,9 +230,27 @@ def test_jobs_run_stages_side_by_side_pass_sigterm_on_and_resume(tmp_path):
     first, _ = p.communicate(timeout=600)
     assert p.returncode == 128 + signal.SIGTERM, first
     assert "passed to the 2 running stage(s)" in first and "rerun the same command" in first
-    assert first.count("-> running") == 2 and "done in" not in first  # two at once, the first unfinished
-    left = [c for c in Path("/proc").glob("[0-9]*/cmdline") if str(tmp_path) in _read(c)]
-    assert not left, "a stage outlived the sweep that started it"
+    lines = first.splitlines()
+    started = [i for i, line in enumerate(lines) if "-> running" in line]
+    # Two at once (on a cold data cache the random-init twin may finish while the pretraining builds its data)
+    assert len(started) >= 2 and not any("done in" in line for line in lines[:started[1]]), first
+    assert "NSP · pretrain: done" not in first  # stopped mid-way
+    assert not _stages(tmp_path), "a stage outlived the sweep that started it"
+    # Killed outright (SIGKILL: nothing of the sweep runs), it still takes its stages with it (lifeline.py).
+    p = subprocess.Popen(args, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    while not _stages(tmp_path) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    assert p.poll() is None, "the sweep ended before a stage started"
+    killed = set(_stages(tmp_path))  # before the kill: with it they may be gone at once
+    p.kill()
+    p.wait()
+    gone = time.time() + 120
+    while _stages(tmp_path) and time.time() < gone:
+        time.sleep(0.2)
+    assert not _stages(tmp_path), "a stage outlived the sweep killed outright"
+    stages = {s.workdir: s for row in S.plan(R.get("table5"), "smoke", tmp_path, FAST[1::2],
+                                             rows=["NSP", "SOP"], random_init=True) for s in row.stages}
+    assert killed and not any(stages[w].done() for w in killed)  # stopped, not left to run to their end
     second = cli(*args[3:]).stdout
     nsp, sop = rows / "nsp", rows / "sop"
     assert "finetune-rt_sentiment-random: identical to the finished" in second
@@ -246,6 +264,16 @@ def test_jobs_run_stages_side_by_side_pass_sigterm_on_and_resume(tmp_path):
         assert steps == sorted(set(steps)) and steps[-1] == 4  # resumed, no step trained twice
         assert len(json.loads((d / "finetune-rt_sentiment" / "results.json").read_text())["seeds"]) == 1
     assert "running" not in cli(*args[3:]).stdout  # a finished sweep starts nothing
+
+
+def _stages(runs: Path) -> list[Path]:
+    """The workdirs of the live stage processes under `runs` (a sweep itself names it after --runs, not --workdir)."""
+    out = []
+    for c in Path("/proc").glob("[0-9]*/cmdline"):
+        argv = _read(c).split()
+        if "--workdir" in argv[:-1] and argv[argv.index("--workdir") + 1].startswith(str(runs)):
+            out.append(Path(argv[argv.index("--workdir") + 1]))
+    return out
 
 
 def _read(path: Path) -> str:

@@ -9,9 +9,9 @@ is the very command the in-process launcher would run (`Stage.command`), in its 
   tokenizer), the first runs and the second waits for it and then links to it (sweep.reuse), as a sequential
   sweep would.
 SIGINT and SIGTERM are passed on to every running stage, which checkpoints and stops: the same command continues.
-Each stage runs in a session of its own, so that a terminal's Ctrl-C reaches it once, through the sweep; a sweep
-killed outright (SIGKILL) therefore leaves its stages running to their end, and a rerun meanwhile finds their
-workdirs locked.
+Each stage runs in a session of its own, so that a terminal's Ctrl-C reaches it once, through the sweep; on Linux a
+sweep killed outright (SIGKILL) still stops its stages the same way, as each asked the kernel for a SIGTERM when
+the sweep ends (lifeline.py).
 A stage that fails stops only the stages that need it; the others run on, and the sweep ends with an error that
 names every failed stage and its log.
 """
@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from albert_jax import lifeline
 from albert_jax.ablations.sweep import RowPlan, Stage, SweepError, fingerprint, reuse, write_row_json
 
 POLL_S = 0.5
@@ -31,10 +32,7 @@ POLL_S = 0.5
 def stage_argv(stage: Stage, log_level: str = "INFO") -> list[str]:
     """`Stage.command()` for this interpreter (a venv's albert-jax need not be on PATH). At INFO by default: the
     log is a file, where the trainer draws no progress bar, so its "step N/M, loss ..." lines are the progress."""
-    argv = [sys.executable, "-m", "albert_jax.main", stage.kind, "--config", stage.spec]
-    for s in stage.sets:
-        argv += ["--set", s]
-    return argv + ["--workdir", str(stage.workdir), "--log-level", log_level]
+    return [sys.executable, "-m", "albert_jax.main", *stage.args(), "--log-level", log_level]
 
 
 def log_path(stage: Stage) -> Path:
@@ -121,8 +119,9 @@ def _launch(stage: Stage, env: dict | None, log_level: str) -> subprocess.Popen:
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path(stage), "a", encoding="utf-8") as log:
         # Its own session: a terminal's Ctrl-C reaches it once, through this sweep, like a scheduler's SIGTERM.
-        return subprocess.Popen(stage_argv(stage, log_level), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        # Tied to this process all the same (lifeline.py): killed outright, the sweep takes its stages with it.
+        return subprocess.Popen(stage_argv(stage, log_level), stdout=log, stderr=subprocess.STDOUT,
+                                env=lifeline.env_for_child(env), start_new_session=True)
 
 
 class _Queue:

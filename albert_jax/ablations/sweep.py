@@ -60,11 +60,15 @@ class Stage:
         apply_overrides(c, self.sets)
         return c
 
-    def command(self) -> str:
-        parts = ["albert-jax", self.kind, "--config", self.spec]
+    def args(self) -> list[str]:
+        """The stage's `albert-jax` arguments: what `command()` prints and what `--jobs` runs (parallel.py)."""
+        parts = [self.kind, "--config", self.spec]
         for s in self.sets:
             parts += ["--set", s]
-        return shlex.join(parts + ["--workdir", str(self.workdir)])
+        return parts + ["--workdir", str(self.workdir)]
+
+    def command(self) -> str:
+        return shlex.join(["albert-jax", *self.args()])
 
     def done(self) -> bool:
         return stage_done(self.kind, self.workdir, self.config())
