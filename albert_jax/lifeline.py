@@ -28,8 +28,8 @@ def hold() -> bool:
     """If a parent asked for it, SIGTERM this process when that parent ends. True when armed. The variable is
     removed here, so the processes this one starts (data builders, their workers) are not tied to it."""
     parent = os.environ.pop(ENV, None)
-    if parent is None or not sys.platform.startswith("linux"):
-        return False
+    if parent is None or not parent.isdigit() or not sys.platform.startswith("linux"):
+        return False  # not a sweep's stage (a stray value is ignored: never fail a command for it)
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
         return False  # a kernel that refuses: behave as before, never fail the stage for it

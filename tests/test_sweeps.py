@@ -271,8 +271,9 @@ def _stages(runs: Path) -> list[Path]:
     out = []
     for c in Path("/proc").glob("[0-9]*/cmdline"):
         argv = _read(c).split()
-        if "--workdir" in argv[:-1] and argv[argv.index("--workdir") + 1].startswith(str(runs)):
-            out.append(Path(argv[argv.index("--workdir") + 1]))
+        workdir = argv[argv.index("--workdir") + 1] if "--workdir" in argv[:-1] else ""
+        if workdir.startswith(str(runs)):
+            out.append(Path(workdir))
     return out
 
 
