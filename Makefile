@@ -15,7 +15,13 @@ BEAM_STAMP := $(VENV_BEAM)/.installed
 # tests/test_beam.py in the Beam venv (its no-Beam tests hide Beam from the import system, so the whole file runs there)
 BEAM_TESTS := $(VENV_BEAM)/bin/python -m pytest tests/test_beam.py -p no:cacheprovider --durations=5
 
-.PHONY: install data test test-sweeps beam test-beam lint demo clean
+VENV_ACCEL ?= .venv-accel
+ACCEL_STAMP := $(VENV_ACCEL)/.installed
+# tests/test_plan.py in the accelerator venv: the trainer's step compiled for TPU slices (libtpu's compile-only
+# devices) and GPUs (a deviceless compile), on this CPU.
+ACCEL_TESTS := $(VENV_ACCEL)/bin/python -m pytest tests/test_plan.py -m accel -p no:cacheprovider --durations=5
+
+.PHONY: install data test test-sweeps beam test-beam accel test-accel lint demo clean
 
 install: $(STAMP)
 
@@ -49,9 +55,10 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # The Beam venv is built while the main venv, data and TensorFlow are (two pips at once: about a minute less on a
 # fresh clone).
 test:
-	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP)
-	$(PY) -m pytest tests -m "not beam" -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP) $(ACCEL_STAMP)
+	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
 	$(BEAM_TESTS)
+	$(ACCEL_TESTS)
 
 # Only the smoke sweeps (`make test` runs them too): every registered experiment pretrained, fine-tuned and tabled
 # at the smoke scale (tests/smoke_sweeps.py), for a change to an experiment's definition or to the sweep driver.
@@ -79,6 +86,24 @@ beam: $(BEAM_STAMP)
 # Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` ends with them.
 test-beam: data $(BEAM_STAMP)
 	$(BEAM_TESTS)
+
+# The compilers for accelerators this machine does not have (requirements-accel.txt) in a venv of their own: with
+# libtpu or the CUDA plugin beside jax, every plain `import jax` probes for a TPU or a GPU and warns. The plugin
+# packages go in with --no-deps: their declared dependencies are the CUDA runtime wheels (GBs), which a compile
+# without a device never loads. `.venv-accel/bin/albert-jax plan ...` is the planner (docs/accelerators.md).
+$(ACCEL_STAMP): requirements.txt requirements.lock requirements-accel.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV_ACCEL)
+	$(VENV_ACCEL)/bin/python -m pip install -q --upgrade pip
+	$(VENV_ACCEL)/bin/python -m pip install -q -r requirements.txt pytest==9.2.0 -c requirements.lock
+	$(VENV_ACCEL)/bin/python -m pip install -q --no-deps -r requirements-accel.txt
+	$(VENV_ACCEL)/bin/python -m pip install -q --no-deps -e .
+	touch $(ACCEL_STAMP)
+
+accel: $(ACCEL_STAMP)
+
+# The planner's tests alone (tests/test_plan.py) in the accelerator venv; `make test` ends with them.
+test-accel: data $(ACCEL_STAMP)
+	$(ACCEL_TESTS)
 
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks

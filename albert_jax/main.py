@@ -28,6 +28,7 @@ _CLI_MODULES = (
     "albert_jax.cli.analyze",
     "albert_jax.cli.quantize",
     "albert_jax.cli.distill",
+    "albert_jax.cli.plan",
 )
 
 

@@ -73,6 +73,9 @@ def make_mesh(data: int = -1, fsdp: int = 1, tensor: int = 1, devices: Sequence[
     the batch (what make_array_from_process_local_data expects).
     """
     devices = list(jax.devices() if devices is None else devices)
+    # Several TPU slices (multislice): slice-major order, so the outermost axis, data, is the one that crosses the
+    # slower network between slices. A single slice, and every non-TPU device, has no slice_index: order kept.
+    devices.sort(key=lambda d: getattr(d, "slice_index", 0) or 0)
     sizes = {"data": data, "fsdp": fsdp, "tensor": tensor}
     free = [k for k, v in sizes.items() if v == -1]
     bad = {k: v for k, v in sizes.items() if v != -1 and (not isinstance(v, int) or v < 1)}

@@ -29,6 +29,7 @@ from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
 from albert_jax.runs import validate
 from albert_jax.configs import schema
+from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.registry import make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
@@ -36,6 +37,8 @@ from albert_jax.training import examples, loop, rundir
 from albert_jax.training import state as st
 
 log = logging.getLogger("albert_jax.finetune")
+
+PAPER_VOCAB = DEFAULT_VOCAB["paper"]
 
 
 class FinetuneError(ValueError):
@@ -301,6 +304,18 @@ def student_model(config) -> tuple[InitSource, Any, AlbertConfig]:
     model_cfg = model_config(config, src, tokenizer)
     tokenization.check_vocab_matches(tokenizer, model_cfg.vocab_size)
     return src, tokenizer, model_cfg
+
+
+def planned_task_and_model(config) -> tuple[Any, AlbertConfig]:
+    """The task (with its head) and model a fine-tuning run of `config` trains, without reading its data: what
+    the planner (albert_jax/plan) compiles. init=random with no tokenizer named takes model.vocab_size, or the
+    paper's 30,000."""
+    task = make_task(config.task)
+    if config.init == "random" and not config.data.tokenizer:
+        model_cfg = model_from_section(config.model, vocab_size=config.model.vocab_size or PAPER_VOCAB)
+    else:
+        model_cfg = student_model(config)[2]
+    return with_head(task, config.head, model_cfg.num_hidden_layers), model_cfg
 
 
 def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dict:

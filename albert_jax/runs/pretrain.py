@@ -45,6 +45,13 @@ def model_config_from(config, vocab_size: int) -> AlbertConfig:
     return model_from_section(config.model, vocab_size=config.model.vocab_size or vocab_size)
 
 
+def task_and_model(config, vocab_size: int) -> tuple[PretrainingTask, AlbertConfig]:
+    """The pretraining task and model `config` describes; `vocab_size` is the tokenizer's (for model.vocab_size
+    0). The trainer and the planner (albert_jax/plan) both start here."""
+    d = config.data
+    return PretrainingTask(d.task, d.max_seq_length, d.max_predictions_per_seq), model_config_from(config, vocab_size)
+
+
 def warm_start_params(source_workdir: str, mode: str, model_cfg):
     """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
     from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
@@ -80,10 +87,9 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     init_distributed(config)
     validate.check_devices(config)
     data = pretrain_input.prepare(config)
-    model_cfg = model_config_from(config, data.vocab_size)
+    task, model_cfg = task_and_model(config, data.vocab_size)
     data.check_vocab(model_cfg.vocab_size)
-    d, t = config.data, config.train
-    task = PretrainingTask(d.task, d.max_seq_length, d.max_predictions_per_seq)
+    t = config.train
     init = (lambda: warm_start_params(t.init_from, t.init_mode, model_cfg)) if t.init_from else None
     run = loop.Run(task=task, data=data, model_cfg=model_cfg, config=config, init_params=init)
     result = loop.train(run, workdir)

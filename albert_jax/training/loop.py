@@ -31,12 +31,10 @@ import jax
 import numpy as np
 
 from albert_jax import sharding as shd
-from albert_jax.configs import schema
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training import examples, optim, rundir
+from albert_jax.training import examples, program, rundir
 from albert_jax.training import metrics as mx
 from albert_jax.training import state as st
-from albert_jax.training import step as ts
 from albert_jax.training import workdir as wdir
 
 log = logging.getLogger("albert_jax.train")
@@ -251,20 +249,14 @@ def _setup(run: Run, workdir: str) -> _Session:
         if tokenizer is not None and hasattr(tokenizer, "save"):
             tokenizer.save(workdir)  # the run's own copy: fine-tuning and export read it from here
 
-    boxed = st.abstract_params(task, model_cfg)
-    tx = optim.make_optimizer(t.optimizer, t.learning_rate, t.num_train_steps, t.warmup_steps,
-                              weight_decay=t.get("weight_decay", schema.WEIGHT_DECAY),
-                              stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
-    abstract_state, shardings = st.state_shardings(tx, mesh, boxed)
-    train_step, eval_step = ts.jit_steps(task, model_cfg, tx, mesh, shardings, t.grad_accum_steps)
-    batch_sh = shd.batch_sharding(mesh)
+    prog = program.build(task, model_cfg, t, mesh)
     return _Session(
-        tx=tx, schedule=optim.make_schedule(t.learning_rate, t.num_train_steps, t.warmup_steps),
-        abstract_state=abstract_state, shardings=shardings, mesh=mesh, train_step=train_step, eval_step=eval_step,
+        tx=prog.tx, schedule=prog.schedule, abstract_state=prog.abstract_state, shardings=prog.shardings,
+        mesh=mesh, train_step=prog.train_step, eval_step=prog.eval_step,
         # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
         checkpointer=ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True),
         best_ckpt=ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None,
-        batch_sh=batch_sh, batches=data.train_iterator(t.batch_size, batch_sh, seed=t.seed))
+        batch_sh=prog.batch_sh, batches=data.train_iterator(t.batch_size, prog.batch_sh, seed=t.seed))
 
 
 def _restore(run: Run, s: _Session):

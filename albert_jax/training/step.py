@@ -70,11 +70,18 @@ def make_eval_step(task, model):
 
 
 def with_rules(fn, mesh):
-    """Run `fn` under the mesh and the logical axis rules (flax's constraints need both at trace time)."""
+    """Run `fn` under the mesh and the logical axis rules (flax's constraints need both at trace time).
+    `.lower(*abstract_args)` lowers the same jitted function under them (the planner compiles it for devices that
+    are not attached)."""
     def run(*args):
         with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
             return fn(*args)
+
+    def lower(*args):
+        with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
+            return fn.lower(*args)
     run.jitted = fn
+    run.lower = lower
     return run
 
 
