@@ -37,8 +37,9 @@ CHIPS = {c.name: c for c in (
     Chip("v2", "tpu", 2, 7.48 * GIB, 8 * GIB, 22.5e12, 22.5e12, 300e9),
     # v3: 123 TFLOP/s and 900 GB/s per chip (2 cores, 16 GiB each); cloud.google.com/tpu/docs/v3
     Chip("v3", "tpu", 2, 15.48 * GIB, 16 * GIB, 61.5e12, 61.5e12, 450e9),
-    # v4: 275 TFLOP/s, 32 GiB, 1,200 GB/s per chip, one megacore device; cloud.google.com/tpu/docs/v4
-    Chip("v4", "tpu", 1, 30.75 * GIB, 32 * GIB, 275e12, 275e12, 1200e9),
+    # v4: 275 TFLOP/s, 32 GiB, 1,200 GB/s per chip; cloud.google.com/tpu/docs/v4. libtpu 0.0.42.1's v4
+    # topologies expose each of the chip's two cores as a device (v4:4x4x8: 256 devices), 15.25 GiB each.
+    Chip("v4", "tpu", 2, 15.25 * GIB, 16 * GIB, 137.5e12, 137.5e12, 600e9),
     # v5e: 197 TFLOP/s, 16 GB, 819 GB/s; cloud.google.com/tpu/docs/v5e
     Chip("v5e", "tpu", 1, 15.75 * GIB, 16e9, 197e12, 197e12, 819e9),
     # v5p: 459 TFLOP/s, 95 GB, 2,765 GB/s; cloud.google.com/tpu/docs/v5p

@@ -1,0 +1,71 @@
+"""The planner's tables in docs/accelerators.md: each row one `albert-jax plan --json`, saved under
+docs/benchmarks/plan/ (a rerun skips the rows already there), then rendered.
+
+    .venv-accel/bin/python benchmarks/plan_tables.py run [GROUP...]   # compile (minutes per row on 2 cores)
+    .venv-accel/bin/python benchmarks/plan_tables.py render           # the markdown tables from the saved rows
+
+Groups: scan (scanned against unrolled and each remat policy at the paper's batch), table2 (Table 2's rows on
+TPU v3 at the paper's batch 4096, 512 cores), chips (presets on every other chip at batch 4096).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "benchmarks" / "plan"
+PAPER = "experiments/pretrain.py:scale=paper,preset={}"
+V3 = "tpu:v3:16x16"  # 512 cores (256 chips): the paper's largest slice; batch 4096 is 8 sequences per core
+TABLE2 = ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge")
+PAPER_SPEEDUP = {"bert-base": 4.7, "bert-large": 1.0, "albert-base": 5.6, "albert-large": 1.7, "albert-xlarge": 0.6,
+                 "albert-xxlarge": 0.3}
+# batch 4096 on each chip's slice; GPUs: 8 of them, 16 sequences per GPU per micro-batch (32 micro-batches)
+CHIP_TARGETS = {"v4": ("tpu:v4:4x4x8", []), "v5e": ("tpu:v5e:16x16", []), "v5p": ("tpu:v5p:4x4x8", []),
+                "v6e": ("tpu:v6e:16x16", []), "h100": ("gpu:h100x8", ["train.grad_accum_steps=32"]),
+                "h200": ("gpu:h200x8", ["train.grad_accum_steps=32"])}
+
+
+def rows(group: str):
+    if group == "scan":
+        for preset in ("albert-base", "albert-large", "albert-xxlarge"):
+            for scan, remat in (("true", "none"), ("false", "none"), ("true", "dots"), ("true", "full")):
+                if preset != "albert-base" and remat == "dots":
+                    continue
+                yield (f"scan-{preset}-v3-scan_{scan}-remat_{remat}", preset, V3,
+                       [f"model.scan_layers={scan}", f"model.remat_policy={remat}"])
+        for scan in ("true", "false"):
+            yield (f"scan-albert-base-v5e-scan_{scan}-remat_none", "albert-base", "tpu:v5e:16x16",
+                   [f"model.scan_layers={scan}"])
+    elif group == "table2":
+        for preset in TABLE2:
+            yield f"table2-{preset}-v3", preset, V3, []
+    elif group == "chips":
+        for preset in ("bert-large", "albert-base", "albert-xxlarge"):
+            for chip, (target, sets) in CHIP_TARGETS.items():
+                yield f"chips-{preset}-{chip}", preset, target, sets
+
+
+def run(groups) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for group in groups:
+        for slug, preset, target, sets in rows(group):
+            path = OUT / f"{slug}.json"
+            if path.exists():
+                continue
+            cmd = [sys.executable, "-m", "albert_jax.main", "plan", "--config", PAPER.format(preset), "--target",
+                   target, "--json"] + [a for s in sets for a in ("--set", s)]
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            if r.returncode not in (0, 1):
+                print(f"{slug}: rc {r.returncode}: {r.stderr.strip().splitlines()[-1:]}", flush=True)
+                continue
+            d = json.loads(r.stdout)
+            d["command"] = "albert-jax " + " ".join(cmd[3:])
+            path.write_text(json.dumps(d, indent=1))
+            print(f"{slug}: {d['verdict']}, compile {d['compile_seconds']:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["run"]:
+        run(sys.argv[2:] or ("scan", "table2", "chips"))
