@@ -4,6 +4,9 @@ Run:
   albert-jax sweep table2 --scale cpu --runs runs
   albert-jax table table2 --scale cpu --runs runs
 
+Predicted on the paper's hardware (a cost model from the compiled programs, not a measurement; docs/accelerators.md):
+  albert-jax sweep table2 --scale paper --runs runs --plan tpu:v3:16x16
+
 Speedup (ours): BERT-large's median step time over the row's, as the paper's "training data throughput relative
 to BERT-large" (the same machine for every row; at the cpu scale widths are H/8, see experiments/table1.py).
 """
@@ -23,5 +26,5 @@ EXPERIMENT = Experiment(
     name="table2", title="Table 2: BERT against ALBERT, downstream and training speed",
     reading="ALBERT-xxlarge beats BERT-large with 70% of its parameters; ALBERT-large trains about 1.7x faster "
             "than BERT-large and ALBERT-xxlarge about 3x slower",
-    columns=("params",) + COLS, rows=rows, settings=SHORT_CPU)
+    columns=("params",) + COLS, rows=rows, settings=SHORT_CPU, speed_reference="BERT large")
 get_config = config_getter("table2")

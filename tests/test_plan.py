@@ -159,3 +159,22 @@ def test_cli_json_and_max_batch():
     assert best == 6
     assert [p.per_device_batch for p in probes] == [1, 2, 4, 5, 6]  # doubled to 4, 8 is past 6: bisected up
     assert all(p.fits for p in probes)
+
+
+@accel
+def test_sweep_plans_every_row_first_and_refuses_rows_that_cannot_fit(tmp_path):
+    def sweep(*extra):
+        return subprocess.run([sys.executable, "-m", "albert_jax.main", "sweep", "table5", "--scale", "smoke",
+                               "--runs", str(tmp_path), "--rows", "nsp", "--plan", "tpu:v5e:2x2", *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    r = sweep()
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "| NSP |" in r.stdout and "chip-hours" in r.stdout and "1 fit" in r.stdout
+    assert not any(tmp_path.rglob("checkpoints"))  # a plan runs nothing
+    big = ["--set", "pretrain.model.hidden_size=2048", "--set", "pretrain.model.intermediate_size=8192",
+           "--set", "pretrain.model.num_attention_heads=16", "--set", "pretrain.train.batch_size=2048"]
+    r = sweep(*big, "--launcher", "submitit-local")
+    assert r.returncode == 2
+    assert "not submitted" in r.stderr and "NSP" in r.stderr
+    assert not any(tmp_path.rglob("*.pkl"))  # submitit wrote no job

@@ -72,6 +72,8 @@ class Experiment:
     # statements of the paper's reading that the table checks against its intervals (evidence.Check).
     reference: str = ""
     checks: tuple = ()
+    # The row whose planned step time the others' predicted speedups divide (`sweep --plan`; Table 2: BERT large).
+    speed_reference: str = ""
 
     def rows_at(self, scale: str) -> list[Row]:
         if scale not in SCALES:

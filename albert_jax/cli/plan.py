@@ -15,7 +15,7 @@ from albert_jax.cli.common import load_experiment, setup_logging
 DOES_NOT_FIT = 1
 
 
-def _prepare():
+def prepare_compile_only():
     # Compile-only devices: the CPU stays the backend (with libtpu or the CUDA plugin installed, jax would probe
     # for a TPU or GPU at start); this must happen before jax is imported.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -23,7 +23,7 @@ def _prepare():
 
 
 def _run(args) -> int:
-    _prepare()
+    prepare_compile_only()
     setup_logging(args.log_level)
     from albert_jax.plan import compile as plan_compile
     from albert_jax.plan import render, search, targets

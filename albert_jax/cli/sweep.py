@@ -16,6 +16,20 @@ def _run(args) -> int:
     plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir, args.seeds,
                        args.random_init)
     groups = sweep.chains(plans)
+    if args.plan:
+        from albert_jax.ablations import sweep_plan
+        from albert_jax.cli.plan import prepare_compile_only
+        from albert_jax.plan import targets
+
+        prepare_compile_only()
+        planned = sweep_plan.plan_rows(plans, targets.resolve(args.plan))
+        print(sweep_plan.render_plan(planned, args.plan, exp.speed_reference), flush=True)
+        bad = sweep_plan.refused(planned)
+        if args.launcher in ("local", "print"):
+            return 1 if bad else 0  # a plan only: nothing runs
+        if bad:
+            raise sweep.SweepError(f"--plan {args.plan}: not submitted, these rows do not fit or did not compile: "
+                                   f"{', '.join(bad)} (set model.remat_policy, the mesh or the batch per row)")
     if args.jobs is not None and args.launcher != "local":
         raise sweep.SweepError(f"--jobs is the local launcher's; --launcher {args.launcher} runs one job per chain")
     if args.launcher == "print":
@@ -85,6 +99,10 @@ def add_cli(subparsers) -> None:
     p.add_argument("--no-reuse", action="store_true",
                    help="train every stage here even when a finished stage under --runs has identical settings "
                    "(by default the sweep links to it)")
+    p.add_argument("--plan", metavar="TARGET", help="compile every row's pretraining step for TARGET first "
+                   "(tpu:v3:16x16, gpu:h100x8; `albert-jax plan`) and print memory, fit, predicted step time and "
+                   "chip-hours; alone it runs nothing (exit 1 if a row does not fit); with --launcher slurm or "
+                   "submitit-local, rows that cannot fit are refused before anything is submitted")
     p.add_argument("--no-wait", action="store_true", help="slurm: return once the jobs are submitted")
     p.add_argument("--partition", help="slurm partition")
     p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")

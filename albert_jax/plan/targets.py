@@ -91,6 +91,8 @@ def resolve(spec: str) -> Target:
     # entry would be written, fail to load next time ("PjRtCompiler must be constructed with a Client") and be
     # compiled again. Plans compile without it.
     jax.config.update("jax_enable_compilation_cache", False)
+    if not jax.config.jax_platforms:
+        jax.config.update("jax_platforms", "cpu")  # never probe for the TPU or GPU runtime: only their compilers
 
     if s.platform == "tpu":
         _require("libtpu", "the TPU compiler libtpu", TPU_INSTALL)
@@ -108,8 +110,6 @@ def resolve(spec: str) -> Target:
     count = int(s.topology)
     hosts, per_host = (count // 8, 8) if count > 8 else (1, count)
     config = (GPU_TARGETS / f"{s.chip}.txtpb").read_text(encoding="utf-8")
-    if jax.config.jax_platforms in (None, ""):
-        jax.config.update("jax_platforms", "cpu")  # no GPU runtime is loaded: only its compiler
     topo = topologies.get_topology_desc(platform="cuda", target_config=config, topology=f"1x{hosts}x{per_host}")
     return Target(spec, CHIPS[s.chip], tuple(topo.devices))
 
