@@ -66,6 +66,57 @@ def run(groups) -> None:
             print(f"{slug}: {d['verdict']}, compile {d['compile_seconds']:.0f} s", flush=True)
 
 
+def _load(slug: str) -> dict | None:
+    path = OUT / f"{slug}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _cells(d: dict | None) -> str:
+    if d is None:
+        return "not compiled | | | | "
+    ro = d.get("roofline") or {}
+    mem = d["memory"]
+    step = f"{ro['step_seconds']:.3f} ({ro['bound']})" if ro else "-"
+    days = f"{ro['train_hours'] / 24:.1f}" if ro else "-"
+    temps = f"{mem['temporaries'] / 2**30:.2f}" if "temporaries" in mem else "-"
+    return (f"{mem['total'] / 2**30:.2f} | {temps} | {'yes' if d['fits'] else '**no**'} | {step} | {days} | "
+            f"{d['compile_seconds']:.0f}")
+
+
+def render() -> str:
+    out = ["### Scanned against unrolled, and each remat policy (batch 4096, sequence 512, float32)", "",
+           "| model | target | layers | remat | GiB/device | temporaries GiB | fits | step s (roofline) | days for "
+           "125k steps | compile s |", "|---|---|---|---|---:|---:|---|---:|---:|---:|"]
+    for slug, preset, target, sets in rows("scan"):
+        scan = "scanned" if "scan_layers=true" in sets[0] else "unrolled"
+        remat = sets[1].split("=")[1] if len(sets) > 1 else "none"
+        out.append(f"| {preset} | {target} | {scan} | {remat} | {_cells(_load(slug))} |")
+    out += ["", "### Table 2 on TPU v3 (512 cores, batch 4096 = 8 per core, scanned, no remat)", "",
+            "| model | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | compile s | "
+            "predicted speedup | paper |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    ref = _load("table2-bert-large-v3")
+    for slug, preset, _, _ in rows("table2"):
+        d = _load(slug)
+        speed = "-"
+        if d and ref and d.get("roofline") and ref.get("roofline"):
+            speed = f"{ref['roofline']['step_seconds'] / d['roofline']['step_seconds']:.2f}x"
+        out.append(f"| {preset} | {_cells(d)} | {speed} | {PAPER_SPEEDUP[preset]}x |")
+    out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32, scanned, no remat)", "",
+            "| model | target | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | "
+            "compile s |", "|---|---|---:|---:|---|---:|---:|---:|"]
+    v3 = {p: _load(f"table2-{p}-v3") for p in TABLE2}
+    for preset in ("bert-large", "albert-base", "albert-xxlarge"):
+        out.append(f"| {preset} | {V3} | {_cells(v3[preset])} |")
+        for chip, (target, sets) in CHIP_TARGETS.items():
+            label = target + (" (32 micro-batches of 16 per GPU)" if sets else "")
+            out.append(f"| {preset} | {label} | {_cells(_load(f'chips-{preset}-{chip}'))} |")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["run"]:
         run(sys.argv[2:] or ("scan", "table2", "chips"))
+    elif sys.argv[1:2] == ["render"]:
+        print(render())
+    else:
+        sys.exit(__doc__)
