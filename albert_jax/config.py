@@ -17,6 +17,10 @@ SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch")
 DTYPES = ("float32", "bfloat16", "float16")
+# How the attention scores meet the values: "xla" is our own dot + softmax + dot (modeling/layers.py), "cudnn" is
+# cuDNN's fused flash attention (GPU only: bf16/fp16, no attention-probability dropout, head size a multiple of 8
+# up to 128), "auto" takes cuDNN where a run's devices are GPUs and the model qualifies, else xla.
+ATTENTION_IMPLS = ("auto", "xla", "cudnn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +53,7 @@ class AlbertConfig:
     remat_policy: str = "none"
     dtype: str = "float32"  # compute dtype
     param_dtype: str = "float32"
+    attention_impl: str = "auto"  # one of ATTENTION_IMPLS; speed only (the same arithmetic, fused on GPU)
 
     def __post_init__(self):
         self.validate()
@@ -74,7 +79,7 @@ class AlbertConfig:
             raise ConfigError(f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
                               f"{self.num_attention_heads}: H must be a multiple of A")
         choices = (("sharing", SHARING_MODES), ("hidden_act", ACTIVATIONS), ("remat_policy", REMAT_POLICIES),
-                   ("dtype", DTYPES), ("param_dtype", DTYPES))
+                   ("dtype", DTYPES), ("param_dtype", DTYPES), ("attention_impl", ATTENTION_IMPLS))
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: allowed values are {', '.join(allowed)}")
@@ -86,6 +91,9 @@ class AlbertConfig:
                               "shared, so groups have no meaning; use num_hidden_groups=1")
         if self.sharing_map:
             self._validate_sharing_map()
+        if self.attention_impl == "cudnn" and self.cudnn_attention_blocker():
+            raise ConfigError(f"attention_impl='cudnn': {self.cudnn_attention_blocker()}; use attention_impl='xla' "
+                              "or 'auto' (which falls back to xla)")
         if not self.use_projection and self.embedding_size != self.hidden_size:
             raise ConfigError(f"embedding_projection=False needs embedding_size == hidden_size "
                               f"(got E={self.embedding_size}, H={self.hidden_size})")
@@ -101,6 +109,24 @@ class AlbertConfig:
         if len(ids) != self.num_hidden_layers:
             raise ConfigError(f"sharing_map={self.sharing_map!r} lists {len(ids)} layers; num_hidden_layers="
                               f"{self.num_hidden_layers} needs one set id per layer")
+
+    def cudnn_attention_blocker(self) -> str:
+        """Why cuDNN's fused attention cannot run this model ('' when it can)."""
+        if self.dtype not in ("bfloat16", "float16"):
+            return f"cuDNN's fused attention has no {self.dtype} kernel (set model.dtype=bfloat16)"
+        if self.attention_probs_dropout_prob:
+            return (f"attention_probs_dropout_prob={self.attention_probs_dropout_prob}: jax's cuDNN attention takes "
+                    "no dropout")
+        if self.head_dim % 8 or self.head_dim > 128:
+            return f"head size {self.head_dim}: cuDNN's flash attention needs a multiple of 8 up to 128"
+        return ""
+
+    def for_platform(self, platform: str) -> "AlbertConfig":
+        """`attention_impl='auto'` made concrete for devices of `platform` (jax's 'cpu', 'gpu', 'tpu')."""
+        if self.attention_impl != "auto":
+            return self
+        fused = platform == "gpu" and not self.cudnn_attention_blocker()
+        return self.replace(attention_impl="cudnn" if fused else "xla")
 
     # ------------------------------------------------------------------ derived shapes
     @property

@@ -178,3 +178,30 @@ def test_sweep_plans_every_row_first_and_refuses_rows_that_cannot_fit(tmp_path):
     assert r.returncode == 2
     assert "not submitted" in r.stderr and "NSP" in r.stderr
     assert not any(tmp_path.rglob("*.pkl"))  # submitit wrote no job
+
+
+@accel
+def test_gpu_plans_hold_cudnn_flash_attention_where_the_model_allows_it():
+    """attention_impl='auto' (the default) takes cuDNN's fused attention on GPUs for a bf16 model; float32 (which
+    cuDNN has no kernel for) keeps XLA's own attention; the TPU program never has it."""
+    bf16 = _plan(SMOKE, "gpu:h100x8", "model.dtype=bfloat16")
+    assert "__cudnn$fmhaScaleBiasSoftmax" in bf16.custom_call_targets
+    assert "__cudnn$fmhaScaleBiasSoftmaxBackward" in bf16.custom_call_targets
+    assert bf16.attention.startswith("fused custom call")
+    f32 = _plan(SMOKE, "gpu:h100x8")
+    assert not any("cudnn" in t for t in f32.custom_call_targets) and "no fused attention" in f32.attention
+    tpu = _plan(SMOKE, "tpu:v5e:2x2", "model.dtype=bfloat16")
+    assert "no fused attention" in tpu.attention
+
+
+def test_cudnn_attention_is_refused_where_it_cannot_run():
+    from albert_jax.config import ConfigError, preset
+
+    with pytest.raises(ConfigError, match="attention_impl='cudnn'.*float32"):
+        preset("albert-base", attention_impl="cudnn")
+    with pytest.raises(ConfigError, match="dropout"):
+        preset("albert-base", attention_impl="cudnn", dtype="bfloat16", attention_probs_dropout_prob=0.1)
+    ok = preset("albert-base", dtype="bfloat16")
+    assert ok.for_platform("gpu").attention_impl == "cudnn"
+    assert ok.for_platform("tpu").attention_impl == "xla" and ok.for_platform("cpu").attention_impl == "xla"
+    assert preset("albert-base").for_platform("gpu").attention_impl == "xla"  # float32: no cuDNN kernel

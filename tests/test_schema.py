@@ -76,7 +76,10 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     assert workdir.kind_of("experiment.model.hidden_size") == "identity"
     assert set(workdir.SCHEDULE) == {f"experiment.train.{k}" for k in ("batch_size", "num_train_steps",
                                      "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay")}
-    assert schema.SPEED_ONLY == {"model": ("remat_policy",), "data": ("buckets",)}
+    assert schema.SPEED_ONLY == {"model": ("remat_policy", "attention_impl"), "data": ("buckets",)}
+    # a run recorded before attention_impl existed resumes: the field is speed only
+    assert workdir.kind_of("model.attention_impl") != "identity"
+    assert workdir.kind_of("experiment.model.attention_impl") == "free"
     # an added field: a record without it reads its default, and a sweep leaves it out at that default
     assert workdir.ADDED_DEFAULTS["experiment.data.zh_masking"] == "char"
     assert "data.packing" in schema.ADDED_DEFAULTS and "data.packing" not in schema.FINGERPRINT_OMITS_AT_DEFAULT

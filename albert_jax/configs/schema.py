@@ -202,10 +202,10 @@ DISTILL = {"teacher": _str(default=""), "temperature": _float(0.0, strict=True, 
 
 # The model section (AlbertConfig's fields): every field is identity but these, which change only speed and
 # memory (remat recomputes exactly).
-MODEL_SPEED = ("remat_policy",)
+MODEL_SPEED = ("remat_policy", "attention_impl")
 # The model fields a fine-tuning run may change on a loaded architecture; everything else comes from the source.
 FINETUNE_MODEL_KNOBS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "dtype",
-                        "param_dtype", "scan_layers", "remat_policy")
+                        "param_dtype", "scan_layers", "remat_policy", "attention_impl")
 
 
 # ------------------------------------------------------------------------------------------------ views

@@ -94,6 +94,14 @@ def attention_core(q_BNLD, k_BNLD, v_BNLD, mask_bias_B11L, drop=lambda probs: pr
     return jnp.einsum("bnqk,bnkd->bnqd", probs_BNLL.astype(v_BNLD.dtype), v_BNLD)
 
 
+def fused_attention(q_BLND, k_BLND, v_BLND, mask_bias):
+    """softmax(QK^T/sqrt(d) + mask) V as one cuDNN kernel. The padding bias [B, 1, 1, L] (or a packed row's
+    [B, 1, L, L]) is given whole, [B, 1, L, L]: cuDNN takes a bias with both sequence axes."""
+    B, L = q_BLND.shape[0], q_BLND.shape[1]
+    bias_B1LL = jnp.broadcast_to(mask_bias, (B, 1, L, L)).astype(q_BLND.dtype)
+    return jax.nn.dot_product_attention(q_BLND, k_BLND, v_BLND, bias=bias_B1LL, implementation="cudnn")
+
+
 def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
     """Post-LN self-attention: LayerNorm(x + Dropout(Wo · softmax(QK^T/sqrt(d) + mask) V)).
 
@@ -102,14 +110,17 @@ def attention_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), 
     XLA:CPU computes the context transposed inside one slow fusion with the softmax; this layout is the same
     arithmetic (identical outputs at albert-base's shape, equal to float rounding at others: tests/
     test_formulations.py) in about half the attention's time (benchmarks/formulations.py)."""
-    def heads_first(name):
-        y_BLND = project("blh,hnd->blnd", x_BLH, p[name]["kernel"], dtype) + p[name]["bias"].astype(dtype)
-        return jnp.swapaxes(y_BLND, 1, 2)
+    def qkv(name):
+        return project("blh,hnd->blnd", x_BLH, p[name]["kernel"], dtype) + p[name]["bias"].astype(dtype)
 
-    q_BNLD, k_BNLD, v_BNLD = heads_first("query"), heads_first("key"), heads_first("value")
-    ctx_BNLD = attention_core(q_BNLD, k_BNLD, v_BNLD, mask_bias_B11L, lambda probs: dropout(
-        probs, config.attention_probs_dropout_prob, rngs[0], deterministic))
-    out_BLH = project("blnd,ndh->blh", jnp.swapaxes(ctx_BNLD, 1, 2), p["output"]["kernel"], dtype)
+    if config.attention_impl == "cudnn":  # GPU: cuDNN's fused flash attention (config.ATTENTION_IMPLS)
+        ctx_BLND = fused_attention(qkv("query"), qkv("key"), qkv("value"), mask_bias_B11L)
+    else:
+        q_BNLD, k_BNLD, v_BNLD = (jnp.swapaxes(qkv(n), 1, 2) for n in ("query", "key", "value"))
+        ctx_BNLD = attention_core(q_BNLD, k_BNLD, v_BNLD, mask_bias_B11L, lambda probs: dropout(
+            probs, config.attention_probs_dropout_prob, rngs[0], deterministic))
+        ctx_BLND = jnp.swapaxes(ctx_BNLD, 1, 2)
+    out_BLH = project("blnd,ndh->blh", ctx_BLND, p["output"]["kernel"], dtype)
     out_BLH = out_BLH + p["output"]["bias"].astype(dtype)
     out_BLH = dropout(out_BLH, config.hidden_dropout_prob, rngs[1], deterministic)
     return post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out_BLH, config)

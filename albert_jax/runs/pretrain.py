@@ -61,7 +61,7 @@ def warm_start_params(source_workdir: str, mode: str, model_cfg):
     log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
     if mode == "copy":
         if src_cfg.replace(scan_layers=model_cfg.scan_layers, remat_policy=model_cfg.remat_policy,
-                           dtype=model_cfg.dtype) != model_cfg:
+                           dtype=model_cfg.dtype, attention_impl=model_cfg.attention_impl) != model_cfg:
             raise ValueError(f"train.init_mode='copy' needs the same model as {source_workdir}; use 'group0' "
                              "or 'deeper' to change sharing or depth")
         return params

@@ -33,7 +33,9 @@ class Program:
 
 
 def build(task, model_cfg, train, mesh) -> Program:
-    """The run's program on `mesh`; `train` is the experiment's train section."""
+    """The run's program on `mesh`; `train` is the experiment's train section. The model's attention_impl='auto'
+    is made concrete for the mesh's devices (cuDNN's fused attention on GPUs where the model allows it)."""
+    model_cfg = model_cfg.for_platform(mesh.devices.flat[0].platform)
     boxed = train_state.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(train.optimizer, train.learning_rate, train.num_train_steps, train.warmup_steps,
                               weight_decay=train.get("weight_decay", schema.WEIGHT_DECAY),
