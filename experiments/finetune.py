@@ -28,7 +28,7 @@ import ml_collections
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
 from albert_jax.configs import schema
-from albert_jax.configs.scales import SCALES, SMOKE_MODEL
+from albert_jax.configs.scales import PAPER_REMAT, SCALES, SMOKE_MODEL
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -69,7 +69,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     base = preset(model_preset, **(SMOKE_MODEL if model_preset == "smoke" else {}))
     albert_dropout = row.albert_dropout if scale == "paper" else 0.0
     base = base.replace(hidden_dropout_prob=albert_dropout, attention_probs_dropout_prob=albert_dropout,
-                        classifier_dropout_prob=row.classifier_dropout, vocab_size=1)
+                        classifier_dropout_prob=row.classifier_dropout, vocab_size=1,
+                        # scanned, no more memory than unrolled (configs/scales.py)
+                        **({"remat_policy": PAPER_REMAT} if scale == "paper" else {}))
     section = model_section(base)
     if c.init == "random":
         c.model = section

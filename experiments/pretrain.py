@@ -19,7 +19,7 @@ import ml_collections
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides as A
 from albert_jax.configs import schema
-from albert_jax.configs.scales import DEFAULT_VOCAB, SCALES, SMOKE_DOCS, SMOKE_MODEL
+from albert_jax.configs.scales import DEFAULT_VOCAB, PAPER_REMAT, SCALES, SMOKE_DOCS, SMOKE_MODEL
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
@@ -41,6 +41,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.model_preset = args.pop("preset", ("albert-base-zh" if zh else "albert-base") if scale == "paper" else "smoke")
     small = SMOKE_MODEL if c.model_preset == "smoke" else {}
     base = preset(c.model_preset, **small, **({"hidden_act": "relu"} if zh and small else {}))
+    if scale == "paper":
+        base = base.replace(remat_policy=PAPER_REMAT)  # scanned, no more memory than unrolled (configs/scales.py)
     # Every model field is a typed config field; vocab_size 0 means "the tokenizer's".
     c.model = model_section(base.replace(vocab_size=1))
     c.model.vocab_size = 0
