@@ -71,9 +71,10 @@ def test_loop_trip_counts_multiply_the_body_flops():
 
 
 @accel
-@pytest.mark.parametrize("target", ["tpu:v5e:2x2", "tpu:v3:2x2"])
+@pytest.mark.parametrize("target", ["tpu:v5e:2x2", "tpu:v3:2x2", "tpu:v5e:2x2:slices=2"])
 def test_smoke_model_compiles_for_tpu_with_memory_and_flops(target):
     r = _plan(SMOKE, target)
+    assert r.num_devices == (4 if target == "tpu:v5e:2x2" else 8)
     assert r.fits is True and r.margin_bytes > 0
     assert r.memory["temporaries"] > 0 and r.memory["arguments"] > 0
     assert r.memory["total"] < r.usable_bytes
@@ -155,10 +156,28 @@ def test_cli_json_and_max_batch():
     from albert_jax.cli.common import load_experiment
     from albert_jax.plan import search, targets
 
-    best, probes = search.max_batch(load_experiment(SMOKE, []), targets.resolve("tpu:v5e:2x2"), upper=6)
-    assert best == 6
-    assert [p.per_device_batch for p in probes] == [1, 2, 4, 5, 6]  # doubled to 4, 8 is past 6: bisected up
+    best, probes = search.max_batch(load_experiment(SMOKE, []), targets.resolve("tpu:v5e:2x2"), upper=3)
+    assert best == 3
+    assert [p.per_device_batch for p in probes] == [1, 2, 3]  # doubled to 2, 4 is past 3: bisected up
     assert all(p.fits for p in probes)
+
+
+@accel
+def test_search_tries_meshes_and_remat_policies_and_marks_the_best():
+    from albert_jax.cli.common import load_experiment
+    from albert_jax.plan import render, search, targets
+
+    meshes = [{"data": 4, "fsdp": 1, "tensor": 1}, {"data": 1, "fsdp": 2, "tensor": 2}]
+    tried, best = search.search(load_experiment(SMOKE, []), targets.resolve("tpu:v5e:2x2"), remats=("none", "full"),
+                                meshes=meshes)
+    assert [(t.mesh, t.remat) for t in tried] == [(m, r) for m in meshes for r in ("none", "full")]
+    assert all(t.report is not None and t.report.fits for t in tried)
+    steps = [t.report.roofline["step_seconds"] for t in tried]
+    assert best == steps.index(min(steps))
+    assert tried[1].report.flops["per_device"] > tried[0].report.flops["per_device"]  # full remat recomputes
+    assert tried[2].report.mesh == {"data": 1, "fsdp": 2, "tensor": 2}
+    table = render.table([(f"{t.mesh} {t.remat}", t.report, t.error) for t in tried], best)
+    assert table.count("**best**") == 1 and len(table.splitlines()) == 2 + len(tried)
 
 
 @accel
