@@ -289,12 +289,39 @@ def _finish(s: _Session) -> None:
             s.best_ckpt.close()
 
 
+def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: dict, writer, clock, meta_for):
+    """Step `done`'s evaluation, written to the metrics (the final one also keeps its examples); for a run with
+    `select`, the best dev checkpoint so far, saved when this evaluation beats it. Returns (evaluation, best)."""
+    t = run.config.train
+    kept = {} if done == t.num_train_steps else None
+    last_eval = evaluate(s.eval_step, state.params, run.task, run.data.eval_sets, t.batch_size, s.batch_sh,
+                         t.eval_batches, keep=kept)
+    if kept and jax.process_index() == 0:
+        examples.save_examples(os.path.join(workdir, examples.EXAMPLES_FILE), kept)
+    writer.write(done, {**{f"eval/{k}": v for k, v in last_eval.items()}, **clock.elapsed()})
+    if s.best_ckpt is None:
+        return last_eval, best
+    value = last_eval.get(run.select)
+    if value is None:
+        raise ValueError(f"train.select={run.select!r} is not among the eval metrics {sorted(last_eval)}")
+    score = value if math.isfinite(value) else -math.inf  # a NaN metric never wins later
+    if best["step"] == 0 or score > best["value"]:
+        best = {"value": score, "step": done}
+        s.best_ckpt.save(done, state, s.batches.get_state(),
+                         meta_for(done, best_metric=run.select, best_value=score, eval=last_eval),
+                         check_finite=False)  # the caller checked the state
+        # Synchronous: once the step's regular checkpoint exists, the best up to it is on disk, so a run killed at
+        # any moment resumes with the same best.
+        s.best_ckpt.wait()
+    return last_eval, best
+
+
 def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: dict):
     """Steps `start`..num_train_steps with logging, evaluation, the best checkpoint and saves; stops early at a
     signal (after checkpointing). Returns (state, last evaluation, best, the signal that stopped it or None)."""
-    config, task, data, model_cfg = run.config, run.task, run.data, run.model_cfg
+    config, task, model_cfg = run.config, run.task, run.model_cfg
     t = config.train
-    checkpointer, best_ckpt, batches = s.checkpointer, s.best_ckpt, s.batches
+    checkpointer, batches = s.checkpointer, s.batches
     last_good = start if start else None  # the newest checked checkpoint on disk
     metrics_path = os.path.join(workdir, rundir.METRICS)
     kept = _truncate_metrics(metrics_path, start) if jax.process_index() == 0 else []
@@ -373,8 +400,8 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
                 for callback in AFTER_STEP[done]:
                     callback(done)
             do_eval = done % t.eval_every == 0 or done == t.num_train_steps
-            do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps or stop["signal"]
-            if not (do_eval or do_save):
+            do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps
+            if not (do_eval or do_save or stop["signal"]):
                 continue
             # `state` is exactly step `done` here: check it is finite before evaluating or saving it. The loss
             # and gradient can be finite while the update already made the parameters NaN: check the state.
@@ -388,34 +415,18 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
                     f"the loss and gradient were finite; it was not saved; "
                     f"{_last_good(last_good, checkpointer.directory)}")
             if do_eval:
-                kept = {} if done == t.num_train_steps else None  # the final evaluation keeps its examples
-                last_eval = evaluate(s.eval_step, state.params, task, data.eval_sets, t.batch_size, s.batch_sh,
-                                     t.eval_batches, keep=kept)
-                if kept and jax.process_index() == 0:
-                    examples.save_examples(os.path.join(workdir, examples.EXAMPLES_FILE), kept)
-                writer.write(done, {**{f"eval/{k}": v for k, v in last_eval.items()}, **clock.elapsed()})
-                if best_ckpt is not None:
-                    value = last_eval.get(run.select)
-                    if value is None:
-                        raise ValueError(f"train.select={run.select!r} is not among the eval metrics "
-                                         f"{sorted(last_eval)}")
-                    score = value if math.isfinite(value) else -math.inf  # a NaN metric never wins later
-                    if best["step"] == 0 or score > best["value"]:
-                        best = {"value": score, "step": done}
-                        best_ckpt.save(done, state, batches.get_state(),
-                                       meta_for(done, best_metric=run.select, best_value=score, eval=last_eval),
-                                       check_finite=False)  # checked above
-                        # Synchronous: once the step's regular checkpoint exists, the best up to it is on disk,
-                        # so a run killed at any moment resumes with the same best.
-                        best_ckpt.wait()
-            if do_save:
+                last_eval, best = _evaluate_at(run, workdir, s, state, done, best, writer, clock, meta_for)
+            # The signal is read after the evaluation, so one that came during it or the best checkpoint's save is
+            # seen, and a run stops only from inside this save: the step it names is always saved. One that comes
+            # after the check below (during the save itself excepted) stops the run at the next step, saved there.
+            if do_save or stop["signal"]:
                 checkpointer.save(done, state, batches.get_state(), meta_for(done), check_finite=False)
                 last_good = done
                 writer.flush()
+                if stop["signal"]:
+                    log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
+                    break
             meter.pause()
-            if stop["signal"]:
-                log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
-                break
     finally:
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
