@@ -35,6 +35,8 @@ def run(args, ceil: dict) -> dict:
             batch = max(1, tokens // seq)
             cfg = models.model_config(name, dtype=args.dtype, remat_policy=args.remat or "none",
                                       max_position_embeddings=max(512, seq))
+            # the attention the trainer would take here: cuDNN's fused kernel on a GPU for a bf16 model
+            cfg = cfg.for_platform(jax.default_backend())
             ns = argparse.Namespace(batch=batch, seq=seq, preds=max(1, round(0.15 * seq)), steps=steps)
             flops = cfg.flops_per_token(seq, masked_fraction=ns.preds / seq)
             peer = args.peer == "on" or (args.peer == "auto" and (on_cpu or name == "albert-base"))

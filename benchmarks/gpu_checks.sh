@@ -2,7 +2,8 @@
 # The GPU checks end to end, in one script sized for under 8 minutes of device time, through benchmarks/run.py:
 #   1. the matmul ceiling (f32 and bf16: jax, torch) the rest is read against;
 #   2. MFU (against 989 TFLOP/s bf16 for H100/H200, FLOPs per applied layer: AlbertConfig.flops_per_token) and
-#      share of the ceiling of the pretraining step, bf16, for albert-base and albert-large (HF transformers timed
+#      share of the ceiling of the pretraining step, bf16 (with the attention the trainer takes there: cuDNN's fused
+#      kernel, model.attention_impl=auto), for albert-base and albert-large (HF transformers timed
 #      as the peer for albert-base) and albert-xxlarge, at seq 128 and 512;
 #   3. inference: encoder forward vs HF, and rt_sentiment dev classification padded / bucketed / HF.
 # Each command has its own timeout (their sum is under 8 minutes). Optional extras (each a few minutes):
