@@ -12,13 +12,16 @@ BLOCKS = ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", 
 OPTIMIZER_SLOTS = 2
 
 
-def describe(cfg: AlbertConfig, seq_len: int) -> dict[str, float]:
+def describe(cfg: AlbertConfig, seq_len: int, max_predictions: int = 0) -> dict[str, float]:
+    """max_predictions > 0: the MLM head over that many positions per sequence (a pretraining step's
+    max_predictions_per_seq, what a compiled step computes: `albert-jax plan`); 0: over 15% of the tokens."""
     b = cfg.param_breakdown()
     encoder = cfg.param_count()
     total = cfg.param_count(heads=True)
     param_bytes = total * _itemsize(cfg.param_dtype)
     return {**b, "encoder_total": encoder, "total_with_heads": total,
-            "gflops_per_token": cfg.flops_per_token(seq_len) / 1e9,
+            "gflops_per_token": cfg.flops_per_token(seq_len, **({"masked_fraction": max_predictions / seq_len}
+                                                                if max_predictions else {})) / 1e9,
             "params_mb": param_bytes / 2**20,
             "params_plus_optimizer_mb": (param_bytes + OPTIMIZER_SLOTS * total * 4) / 2**20}
 
@@ -38,8 +41,8 @@ def _sharing(cfg: AlbertConfig) -> str:
     return f"{cfg.sharing} map={format_sharing_map(cfg.layer_set_ids)} ({cfg.num_shared_sets} sets)"
 
 
-def render_one(name: str, cfg: AlbertConfig, seq_len: int) -> str:
-    d = describe(cfg, seq_len)
+def render_one(name: str, cfg: AlbertConfig, seq_len: int, max_predictions: int = 0) -> str:
+    d = describe(cfg, seq_len, max_predictions)
     lines = [f"{name}: V={cfg.vocab_size} E={cfg.embedding_size} H={cfg.hidden_size} L={cfg.num_hidden_layers} "
              f"A={cfg.num_attention_heads} I={cfg.intermediate_size} sharing={_sharing(cfg)} "
              f"G={cfg.num_hidden_groups} inner={cfg.inner_group_num}",
@@ -49,7 +52,8 @@ def render_one(name: str, cfg: AlbertConfig, seq_len: int) -> str:
               f"| total with MLM+SOP heads | {d['total_with_heads']:,} |",
               "",
               f"training FLOPs/token at seq {seq_len}: {d['gflops_per_token']:.3f} GFLOP "
-              "(every applied layer counted: sharing saves parameters, not FLOPs)",
+              f"(MLM head over {f'{max_predictions} positions' if max_predictions else '15% of the tokens'}; "
+              "every applied layer counted: sharing saves parameters, not FLOPs)",
               f"memory: parameters {d['params_mb']:,.1f} MiB ({cfg.param_dtype}); "
               f"+ optimizer state {d['params_plus_optimizer_mb']:,.1f} MiB"]
     return "\n".join(lines)

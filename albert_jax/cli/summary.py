@@ -31,7 +31,7 @@ def run(args) -> int:
         rows = [(item, base.replace(**_overrides([item]))) for item in args.compare]
         print(render_compare(rows, args.seq_len))
     else:
-        print(render_one(args.preset, base, args.seq_len))
+        print(render_one(args.preset, base, args.seq_len, args.max_predictions))
     return 0
 
 
@@ -44,4 +44,8 @@ def add_cli(subparsers) -> None:
     p.add_argument("--compare", nargs="+", metavar="OVERRIDES",
                    help="several override sets to compare in one table, e.g. 'sharing=all' 'sharing=none'")
     p.add_argument("--seq-len", type=_positive, default=512, help="tokens per sequence for FLOPs (default 512)")
+    p.add_argument("--max-predictions", type=int, default=0, metavar="N",
+                   help="count the MLM head over N positions per sequence, as a pretraining step with "
+                   "max_predictions_per_seq=N computes it (the paper: 20 at 512; what `albert-jax plan` compares "
+                   "with); default: 15%% of the tokens")
     p.set_defaults(func=run)

@@ -112,15 +112,6 @@ def program_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def analytic_flops(task, model_cfg, seq_len: int) -> float:
-    """Training FLOPs per token from the config (AlbertConfig.flops_per_token), with the MLM head over the positions
-    the step really scores: max_predictions_per_seq of max_seq_length in pretraining."""
-    options = {}
-    if hasattr(task, "max_predictions_per_seq"):
-        options["masked_fraction"] = task.max_predictions_per_seq / task.max_seq_length
-    return model_cfg.flops_per_token(seq_len, **options)
-
-
 def plan(config, target: Target) -> Report:
     """Compile the run `config` describes for `target`. Raises DoesNotFit when the TPU compiler refuses it."""
     from albert_jax import sharding as shd
@@ -174,7 +165,8 @@ def _costs(report: Report, compiled, task, model_cfg, target: Target) -> None:
     a = hlo.analyse(compiled.as_text())
     xla = hlo.xla_costs(compiled)
     tokens = report.global_batch * report.seq_len
-    model_flops = analytic_flops(task, model_cfg, report.seq_len) * tokens / report.num_devices
+    # the FLOP model the training loop's MFU uses (AlbertConfig.flops_per_token with the task's options)
+    model_flops = model_cfg.flops_per_token(report.seq_len, **task.flop_options()) * tokens / report.num_devices
     report.flops = {"per_device": a.flops, "loop_bodies_once": a.flops_once, "model_per_device": model_flops,
                     "hardware_over_model": a.flops / model_flops if model_flops else math.nan,
                     "xla_cost_analysis": xla.get("flops")}

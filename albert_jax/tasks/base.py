@@ -82,6 +82,11 @@ class Task:
         """What a run records about its task (config.json)."""
         return {"name": self.name}
 
+    def flop_options(self) -> dict:
+        """Keyword arguments of AlbertConfig.flops_per_token for this task's step: a downstream task runs no MLM
+        head (pretraining overrides this with the positions it scores)."""
+        return {"masked_fraction": 0.0}
+
 
 class TaskWrapper:
     """A task that changes part of another task's behaviour and hands it the rest, by delegation: the one way a task

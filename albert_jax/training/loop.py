@@ -340,8 +340,7 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
     old_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     @functools.lru_cache(maxsize=None)
     def flops_at(seq: int) -> float:  # per token; the attention term grows with the (bucketed) length
-        options = task.flop_options() if hasattr(task, "flop_options") else {}
-        return model_cfg.flops_per_token(seq, **options)
+        return model_cfg.flops_per_token(seq, **task.flop_options())
     seen_lengths: set[int] = set()
     peak = mx.peak_flops_per_device(override=t.peak_flops or None)
     meter = mx.ThroughputMeter()
