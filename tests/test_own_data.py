@@ -104,6 +104,43 @@ def test_the_predict_command_writes_one_line_per_input(rt, rt_run, tmp_path, cap
     assert "in.xml: unknown format '.xml'" in err and "Traceback" not in err, err
 
 
+def test_a_fine_tuned_head_is_matched_by_its_label_names(rt, rt_run, tmp_path, caplog):
+    # Fine-tuning again from a fine-tuned seed: the same label names in another order remap the classifier's rows
+    # (they used to be reused as they were: predictions label-swapped); the same names under another task name
+    # reuse it; other names or another count start a fresh head (no refusal); each says so in one log line.
+    from albert_jax.runs import finetune as ft
+    from albert_jax.tasks.from_files import read_spec, task_from_spec
+
+    root, _ = rt
+    theirs = ft.resolve_init(str(rt_run / "seed-0")).head()["classifier"]
+
+    def plan(name, labels):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "kind": "classification", "train": str(root / "train.tsv"), "dev": str(root / "dev.tsv"), "text": "text",
+            "label": "sentiment", "labels": labels}))
+        task = task_from_spec(read_spec(tmp_path / f"{name}.json"))
+        src = ft.resolve_init(str(rt_run / "seed-0"))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="albert_jax.finetune"):
+            verdict = ft.plan_head(task, src, reset_head=False)
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1, lines
+        return verdict, lines[0], ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)["classifier"]
+
+    verdict, line, head = plan("task", ["positive", "negative"])
+    assert verdict == "remap" and "remapped" in line and "[positive, negative]" in line, line
+    np.testing.assert_array_equal(head["kernel"], np.asarray(theirs["kernel"])[:, ::-1])
+    np.testing.assert_array_equal(head["bias"], np.asarray(theirs["bias"])[::-1])
+    verdict, line, head = plan("renamed", NAMES)
+    assert verdict == "reuse" and "reused for task renamed" in line, line
+    np.testing.assert_array_equal(head["kernel"], np.asarray(theirs["kernel"]))
+    for labels in (["negative", "neutral", "positive"], ["bad", "good"]):
+        verdict, line, head = plan("task", labels)
+        assert verdict == "reset" and "not reused" in line and "starts fresh" in line, line
+        kernel = np.asarray(theirs["kernel"])
+        assert head["kernel"].shape != kernel.shape or not np.array_equal(head["kernel"], kernel)
+
+
 @pytest.mark.parametrize("kind", ["pair", "regression"])
 def test_jsonl_pairs_and_csv_regression_fine_tune(kind, tiny_pretrained, tmp_path):
     if kind == "pair":
