@@ -141,6 +141,20 @@ def test_a_fine_tuned_head_is_matched_by_its_label_names(rt, rt_run, tmp_path, c
         assert head["kernel"].shape != kernel.shape or not np.array_equal(head["kernel"], kernel)
 
 
+def test_predict_warns_once_of_labels_the_run_does_not_know(rt, rt_run, tmp_path, capsys):
+    root, _ = rt
+    lines = (root / "test.tsv").read_text().splitlines(keepends=True)[:5]
+    lines[2] = lines[2].rsplit("\t", 1)[0] + "\tneutral\n"
+    lines[4] = lines[4].rsplit("\t", 1)[0] + "\tneutral\n"
+    (tmp_path / "labelled.tsv").write_text("".join(lines))
+    capsys.readouterr()
+    assert main(["predict", "--workdir", str(rt_run), "--input", str(tmp_path / "labelled.tsv"), "--output",
+                 str(tmp_path / "p.jsonl")]) == 0
+    warned = [x for x in capsys.readouterr().err.splitlines() if "does not know" in x]
+    assert len(warned) == 1 and "'neutral' (lines 3, 5)" in warned[0] and "negative, positive" in warned[0], warned
+    assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 4  # predicted all the same
+
+
 @pytest.mark.parametrize("kind", ["pair", "regression"])
 def test_jsonl_pairs_and_csv_regression_fine_tune(kind, tiny_pretrained, tmp_path):
     if kind == "pair":
@@ -209,6 +223,7 @@ def test_conll_tagging_and_squad_spans_fine_tune_and_predict(tiny_pretrained, tm
     ("dev_label", "dev.tsv:3: unknown label 'meh'"),
     ("dev_empty", "dev.tsv:2: empty text in column 'text'"),
     ("no_column", "train.tsv:1: the header has no column 'sentiment'"),
+    ("train_empty_label", "train.tsv:4: empty label in column 'sentiment'"),  # it used to become a class ''
 ])
 def test_bad_rows_are_named_by_file_and_line(bad, where, rt, tiny_pretrained, tmp_path, capsys):
     root, _ = rt
@@ -217,6 +232,8 @@ def test_bad_rows_are_named_by_file_and_line(bad, where, rt, tiny_pretrained, tm
         lines["dev"][2] = lines["dev"][2].rsplit("\t", 1)[0] + "\tmeh\n"
     elif bad == "dev_empty":
         lines["dev"][1] = "\t" + lines["dev"][1].rsplit("\t", 1)[1]
+    elif bad == "train_empty_label":
+        lines["train"][3] = lines["train"][3].rsplit("\t", 1)[0] + "\t\n"
     else:
         lines["train"][0] = "text\tlabel\n"
     for s in lines:
