@@ -117,3 +117,31 @@ def test_every_option_of_every_command_has_a_help_line():
 
     walk(build_parser(), [])
     assert not missing, missing
+
+
+def test_a_workdir_of_another_kind_of_run_is_refused_in_one_line(capsys, tmp_path, tiny_pretrained):
+    # A workdir written before runs recorded their kind: inferred (config.json's pretrain* task; seed-*/).
+    import json
+
+    from albert_jax.training import workdir as wdir
+
+    old_pre = tmp_path / "old_pretrain"
+    old_pre.mkdir()
+    (old_pre / "config.json").write_text(json.dumps({"task": {"name": "pretrain_sop"}}))
+    old_ft = tmp_path / "old_finetune"
+    (old_ft / "seed-0").mkdir(parents=True)
+    assert main(["finetune", "--config", f"experiments/finetune.py:task=rt_sentiment,init={tiny_pretrained},"
+                 "scale=smoke", "--workdir", str(old_pre)]) == 2
+    err = capsys.readouterr().err
+    assert f"--workdir {old_pre} holds a pretrain run" in err and f"init={old_pre}" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (old_pre / "seed-0").exists()
+    assert main(["pretrain", "--config", "experiments/pretrain.py:scale=smoke", "--workdir", str(old_ft)]) == 2
+    err = capsys.readouterr().err
+    assert f"--workdir {old_ft} holds a finetune run (it has seed-*/ directories)" in err, err
+    assert not (old_ft / "config.json").exists()
+    # A new workdir records its kind, and another command is then refused by it.
+    new = tmp_path / "new"
+    wdir.claim_kind(str(new), "distill")
+    wdir.claim_kind(str(new), "distill")  # the same kind again: fine
+    with pytest.raises(wdir.WorkdirError, match=r"holds a distill run \(recorded in .*kind.json\), not a finetune"):
+        wdir.claim_kind(str(new), "finetune")

@@ -412,12 +412,14 @@ def planned_task_and_model(config) -> tuple[Any, AlbertConfig]:
     return with_head(task, config.head, model_cfg.num_hidden_layers), model_cfg
 
 
-def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dict:
+def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: str = "finetune") -> dict:
     """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
-    does: runs/distill.py), everything else is the same core."""
+    does: runs/distill.py, kind='distill'), everything else is the same core."""
     from albert_jax.runs.pretrain import init_distributed
+    from albert_jax.training import workdir as wdir
 
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
+    wdir.claim_kind(workdir, kind)  # not a pretraining run's workdir
     init_distributed(config)
     validate.check_devices(config)
     task = make_task(config.task)

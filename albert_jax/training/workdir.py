@@ -114,6 +114,28 @@ def lock(workdir: str) -> WorkdirLock:
     return lk
 
 
+# ---------------------------------------------------------------- which command's run
+def claim_kind(workdir: str, kind: str) -> None:
+    """The workdir holds runs of `kind` (pretrain | finetune | distill): a workdir another command wrote is refused
+    in one line, before anything is written; a new one records its kind (kind.json)."""
+    if not workdir or "://" in workdir:
+        return  # a remote path: not inspected here
+    found, how = rundir.run_kind(workdir)
+    if found is not None and found != kind:
+        hint = ""
+        if found == "pretrain" and kind in ("finetune", "distill"):
+            hint = f" (to start from that run, pass init={workdir} and a new --workdir)"
+        raise WorkdirError(f"--workdir {workdir} holds a {found} run ({how}), not a {kind} run: use another "
+                           f"--workdir{hint}")
+    path = os.path.join(workdir, rundir.KIND)
+    if jax.process_index() == 0 and not os.path.isfile(path):
+        os.makedirs(workdir, exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"kind": kind}, f)
+        os.replace(tmp, path)
+
+
 # ---------------------------------------------------------------- comparing a resume with the recorded run
 def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(tree, dict):
