@@ -145,3 +145,33 @@ def test_a_workdir_of_another_kind_of_run_is_refused_in_one_line(capsys, tmp_pat
     wdir.claim_kind(str(new), "distill")  # the same kind again: fine
     with pytest.raises(wdir.WorkdirError, match=r"holds a distill run \(recorded in .*kind.json\), not a finetune"):
         wdir.claim_kind(str(new), "finetune")
+
+
+def test_relative_paths_are_recorded_resolved_and_old_relative_records_still_resume(monkeypatch, tmp_path):
+    # `--resume` from another directory (a requeued job) used to look for data.spm_model / data.instances as typed.
+    import os
+
+    from albert_jax.cli.common import load_experiment
+    from albert_jax.runs import validate
+    from albert_jax.training import workdir as wdir
+
+    (tmp_path / "sp.model").write_text("x")
+    (tmp_path / "inst").mkdir()
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.tsv").write_text("sentence\tlabel\ngood\tpos\nbad\tneg\n")
+    (tmp_path / "task.json").write_text('{"kind": "classification", "train": "train.tsv", "dev": "dev.tsv"}')
+    monkeypatch.chdir(tmp_path)
+    c = load_experiment(os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments/pretrain.py") +
+                        ":scale=smoke", ["data.spm_model=sp.model", "data.instances=./inst"])
+    validate.resolve_paths(c, "pretrain")
+    assert (c.data.spm_model, c.data.instances) == (str(tmp_path / "sp.model"), str(tmp_path / "inst"))
+    f = load_experiment(os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments/finetune.py") +
+                        ":task=task.json,init=random", ["data.tokenizer=sp.model"])
+    validate.resolve_paths(f, "finetune")
+    assert (f.task, f.init, f.data.tokenizer) == (str(tmp_path / "task.json"), "random", str(tmp_path / "sp.model"))
+    # A run recorded before (the path as typed) resumes with the resolved path: the same file, not a new run.
+    old = {"experiment": {"data": {"spm_model": "sp.model", "instances": "inst"}}}
+    new = {"experiment": {"data": {"spm_model": str(tmp_path / "sp.model"), "instances": str(tmp_path / "inst")}}}
+    assert wdir.differences(old, new) == {}
+    other = {"experiment": {"data": {"spm_model": str(tmp_path / "other.model"), "instances": str(tmp_path / "inst")}}}
+    assert set(wdir.differences(old, other)) == {"experiment.data.spm_model"}

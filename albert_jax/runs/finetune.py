@@ -420,6 +420,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: 
 
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
     wdir.claim_kind(workdir, kind)  # not a pretraining run's workdir
+    validate.resolve_paths(config, "finetune")  # recorded absolute: a resume from another directory finds them
     init_distributed(config)
     validate.check_devices(config)
     task = make_task(config.task)

@@ -85,6 +85,7 @@ def pretrain(config, workdir: str) -> dict[str, float]:
 
     validate.validate(config, "pretrain", workdir)  # the whole config, in seconds, before any data is built
     wdir.claim_kind(workdir, "pretrain")  # not a fine-tuning run's workdir
+    validate.resolve_paths(config, "pretrain")  # recorded absolute: a resume from another directory finds them
     loop.check_resume(config, workdir)  # and a resume that changes the run, before its new data is built
     init_distributed(config)
     validate.check_devices(config)

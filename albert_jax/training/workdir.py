@@ -196,7 +196,28 @@ def differences(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
     b = {k: v for k, v in _flatten(new).items() if k.split(".")[0] not in _NOT_COMPARED}
     a.update({k: _model_default(k) for k in set(b) - set(a)})
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
-            if _comparable(k, a.get(k)) != _comparable(k, b.get(k))}
+            if _comparable(k, a.get(k)) != _comparable(k, b.get(k)) and not _same_path(a.get(k), b.get(k))}
+
+
+def _same_path(old: Any, new: Any) -> bool:
+    """A path a run recorded as typed (relative, before paths were recorded resolved) and the same path resolved:
+    the absolute one ends with the relative one."""
+    if not (isinstance(old, str) and isinstance(new, str) and old and new) or old == new:
+        return False
+    olds, news = old.split(","), new.split(",")
+    if len(olds) != len(news):
+        return False
+    for o, n in zip(olds, news):
+        o, n = o.strip(), n.strip()
+        if o == n:
+            continue
+        rel, full = (o, n) if os.path.isabs(n) and not os.path.isabs(o) else (n, o)
+        if os.path.isabs(rel) or not os.path.isabs(full):
+            return False
+        rel = os.path.normpath(rel)
+        if rel.startswith("..") or not os.path.normpath(full).endswith(os.sep + rel):
+            return False
+    return True
 
 
 def _short(v: Any) -> str:
