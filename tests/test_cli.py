@@ -175,3 +175,44 @@ def test_relative_paths_are_recorded_resolved_and_old_relative_records_still_res
     assert wdir.differences(old, new) == {}
     other = {"experiment": {"data": {"spm_model": str(tmp_path / "other.model"), "instances": str(tmp_path / "inst")}}}
     assert set(wdir.differences(old, other)) == {"experiment.data.spm_model"}
+
+
+def test_an_output_under_a_regular_file_is_one_line_naming_the_option(capsys, tmp_path, tiny_pretrained):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["export", "--workdir", str(tiny_pretrained), "--to", "hf", "--out", str(blocker / "hf")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {blocker / 'hf'}: {blocker} is a file, not a directory" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    # `albert-jax ... | head -1`: the reader goes away; no BrokenPipeError traceback, exit 141 (or 0).
+    import os
+    import subprocess
+    import sys
+
+    from procs import user_env
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "summary", "--compare", "sharing=all",
+                          "sharing=none", "sharing=ffn", "sharing=attention"], cwd=root, env=user_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # before it writes a byte
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) in (0, 141) and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_glue_task_without_the_network_is_one_line_saying_how_to_provide_it(capsys, monkeypatch, tmp_path,
+                                                                             tiny_pretrained):
+    import requests
+    import tensorflow_datasets as tfds
+
+    def offline(*a, **k):
+        raise requests.exceptions.ConnectionError("HTTPSConnectionPool(host='dl.fbaipublicfiles.com'): Max retries")
+    monkeypatch.setattr(tfds, "data_source", offline)
+    assert main(["finetune", "--config", f"experiments/finetune.py:task=sst2,init={tiny_pretrained},scale=smoke",
+                 "--workdir", str(tmp_path / "run"), "--log-level", "WARNING"]) == 2
+    err = capsys.readouterr().err
+    assert "glue/sst2: the GLUE data cannot be downloaded here (ConnectionError" in err, err
+    assert "downloads/manual" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -155,6 +155,16 @@ def test_predict_warns_once_of_labels_the_run_does_not_know(rt, rt_run, tmp_path
     assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 4  # predicted all the same
 
 
+def test_predict_output_under_a_regular_file_is_one_line(rt, rt_run, tmp_path, capsys):
+    root, _ = rt
+    (tmp_path / "a_file").write_text("x")
+    out = tmp_path / "a_file" / "p.jsonl"
+    capsys.readouterr()
+    assert main(["predict", "--workdir", str(rt_run), "--input", str(root / "test.tsv"), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--output {out}: {tmp_path / 'a_file'} is a file, not a directory" in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("kind", ["pair", "regression"])
 def test_jsonl_pairs_and_csv_regression_fine_tune(kind, tiny_pretrained, tmp_path):
     if kind == "pair":
