@@ -112,8 +112,11 @@ def test_every_option_of_every_command_has_a_help_line():
             if isinstance(a, argparse._SubParsersAction):
                 for name, sub in a.choices.items():
                     walk(sub, [*path, name])
-            elif a.option_strings and not a.help:
-                missing.append(f"albert-jax {' '.join(path)} {a.option_strings[0]}")
+            elif not a.help:  # positionals too (`table NAME`, `experiments show NAME` had none)
+                missing.append(f"albert-jax {' '.join(path)} {(a.option_strings or [a.dest])[0]}")
+            elif a.default not in (None, False, argparse.SUPPRESS) and "default" not in a.help.lower() \
+                    and a.option_strings and path in (["sweep"], ["table"]):
+                missing.append(f"albert-jax {' '.join(path)} {a.option_strings[0]} (its default)")
 
     walk(build_parser(), [])
     assert not missing, missing
@@ -216,3 +219,20 @@ def test_a_glue_task_without_the_network_is_one_line_saying_how_to_provide_it(ca
     err = capsys.readouterr().err
     assert "glue/sst2: the GLUE data cannot be downloaded here (ConnectionError" in err, err
     assert "downloads/manual" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_table_defaults_to_the_scale_that_has_runs(capsys, tmp_path):
+    # After a smoke sweep, `table NAME` used to default to --scale cpu: "not run" rows, and runs/NAME/cpu/ created.
+    runs = tmp_path / "runs"
+    (runs / "table4" / "smoke" / "some-row").mkdir(parents=True)
+    assert main(["table", "table4", "--runs", str(runs), "--scale", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "--scale cpu:" in err and "scales with runs there: smoke" in err, err
+    assert not (runs / "table4" / "cpu").exists()
+    from types import SimpleNamespace
+
+    from albert_jax.cli import table
+    assert table._scale(SimpleNamespace(runs=str(runs), name="table4", scale=None)) == "smoke"
+    (runs / "table4" / "cpu" / "row").mkdir(parents=True)
+    assert main(["table", "table4", "--runs", str(runs)]) == 2
+    assert "runs at several scales (smoke, cpu): pick one with --scale" in capsys.readouterr().err
