@@ -84,6 +84,20 @@ def _output_error(e: OSError, args) -> str | None:
     return None
 
 
+def _end_progress_lines() -> None:
+    """Close any progress bar still drawn (TFDS's, ours): its line ends, so the error starts a line of its own
+    instead of being glued onto the bar's escape codes."""
+    std = sys.modules.get("tqdm.std")
+    if std is None:
+        return
+    for bar in list(getattr(std.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar half torn down already: nothing more to end
+            pass
+    sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     from albert_jax import lifeline
     lifeline.hold()  # a stage of `sweep --jobs` stops with its sweep
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             e = UserError(message)
         elif isinstance(e, FileNotFoundError):
             e = UserError(_output_error(e, args) or str(e))
+        _end_progress_lines()
         first, *rest = str(e).strip().splitlines() or [type(e).__name__]
         more = f" [{len(rest)} more line(s): rerun with ALBERT_JAX_DEBUG=1 for all]" if rest else ""
         print(f"albert-jax {args.command}: error: {first}{more}", file=sys.stderr)  # one line, always

@@ -236,3 +236,56 @@ def test_table_defaults_to_the_scale_that_has_runs(capsys, tmp_path):
     (runs / "table4" / "cpu" / "row").mkdir(parents=True)
     assert main(["table", "table4", "--runs", str(runs)]) == 2
     assert "runs at several scales (smoke, cpu): pick one with --scale" in capsys.readouterr().err
+
+
+def test_tfds_messages_go_to_stderr_and_an_error_ends_a_progress_bar_line_first(capsys, monkeypatch):
+    import sys
+
+    import tensorflow_datasets as tfds
+    from tqdm import tqdm
+
+    from albert_jax.cli import table
+    from albert_jax.data import builders
+
+    def chatty(*a, **k):
+        print("Downloading and preparing dataset 1 MiB to /x/glue/sst2 ...")  # as TFDS does, on stdout
+        return []
+    monkeypatch.setattr(tfds, "data_source", chatty)
+    assert builders.load_source("glue/sst2", "train") == []
+    out, err = capsys.readouterr()
+    assert out == "" and "Downloading and preparing dataset" in err
+
+    def failing(args):
+        bar = tqdm(total=10, file=sys.stderr, desc="Generating train examples")
+        bar.update(3)
+        raise ValueError("boom")
+    monkeypatch.setattr(table, "_run", failing)
+    assert main(["table", "table4", "--runs", "."]) == 2
+    err = capsys.readouterr().err
+    assert "\nalbert-jax table: error: boom" in err, repr(err)
+
+
+def test_a_corpus_too_small_for_the_vocab_names_the_config_field(monkeypatch, tmp_path):
+    from albert_jax.cli.common import load_experiment
+    from albert_jax.data import fetch, tokenization
+    from albert_jax.tasks.pretraining import input as pretrain_input
+
+    def too_small(*a, **k):
+        e = tokenization.CorpusTooSmallError("corpus x is too small ... (--no-hard-vocab-limit)")
+        e.supported = 1234
+        raise e
+    monkeypatch.setattr(tokenization, "train_tokenizer", too_small)
+    monkeypatch.setattr(fetch, "default_cache_dir", lambda: tmp_path)
+    (tmp_path / "train.txt").write_text("a sentence.\n")
+    d = load_experiment("experiments/pretrain.py:scale=smoke", ["data.vocab_size=30000"]).data
+    with pytest.raises(tokenization.CorpusTooSmallError) as e:
+        pretrain_input.corpus_tokenizer(d, {"train": tmp_path / "train.txt"})
+    assert "--set data.vocab_size=1234" in str(e.value) and "--no-hard-vocab-limit" not in str(e.value)
+
+
+@pytest.mark.parametrize("extra,needle", [([], "--model-prefix is required"),
+                                          (["--kind", "wordpiece"], "--kind wordpiece needs --output-dir")])
+def test_tokenizer_train_usage_errors_exit_2_like_the_others(capsys, tmp_path, extra, needle):
+    (tmp_path / "t.txt").write_text("a sentence.\n")
+    assert main(["tokenizer", "train", "--input", str(tmp_path / "t.txt"), *extra]) == 2  # was SystemExit, exit 1
+    assert needle in capsys.readouterr().err

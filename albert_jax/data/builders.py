@@ -24,6 +24,8 @@ import inspect
 import logging
 import os
 import re
+import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -432,13 +434,21 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
         builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
         builder.beam = download_config is not None
         if download_config is None:
-            builder.download_and_prepare()
+            with tfds_messages_to_stderr():
+                builder.download_and_prepare()
         else:
             try:
-                builder.download_and_prepare(download_config=download_config)
+                with tfds_messages_to_stderr():
+                    builder.download_and_prepare(download_config=download_config)
             except Exception as e:  # a worker's error arrives as the runner's text of its traceback
                 raise ValueError(f"{name} on Beam: {_worker_error(str(e))}") from None
     return builder
+
+
+def tfds_messages_to_stderr():
+    """TFDS prints "Downloading and preparing dataset ..." and "Dataset ... downloaded and prepared" on stdout; a
+    command's stdout is its result (JSON a script parses), so they go to stderr, beside the progress bars."""
+    return redirect_stdout(sys.stderr)
 
 
 def _worker_error(text: str) -> str:
@@ -527,8 +537,9 @@ def load_source(name: str, split: str = "train", data_dir: str | Path | None = N
         except tfds.core.registered.DatasetNotFoundError:
             raise ValueError(unknown_dataset_message(name)) from None
     try:
-        return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download,
-                                builder_kwargs=kwargs)
+        with tfds_messages_to_stderr():
+            return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download,
+                                    builder_kwargs=kwargs)
     except Exception as e:
         if not _is_network_error(e):
             raise
