@@ -155,6 +155,17 @@ def test_predict_warns_once_of_labels_the_run_does_not_know(rt, rt_run, tmp_path
     assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 4  # predicted all the same
 
 
+def test_predictor_load_says_nothing_of_orbax_internals(rt_run, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("absl"), "level", logging.NOTSET)  # as in a fresh Python session
+    with caplog.at_level("INFO"):
+        Predictor.load(rt_run)
+    said = [r.getMessage() for r in caplog.records if r.name == "absl" and r.levelno >= logging.WARNING]
+    assert not said, said  # "Given directory is read only" on every load, before
+    assert logging.getLogger("absl").level == logging.NOTSET  # and left as it was
+
+
 def test_predict_output_under_a_regular_file_is_one_line(rt, rt_run, tmp_path, capsys):
     root, _ = rt
     (tmp_path / "a_file").write_text("x")
