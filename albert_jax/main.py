@@ -53,6 +53,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# OSErrors that a path the user named explains (a file where a directory is needed, no permission, a read-only or
+# full disk...): printed as one line naming the option and the path.
+_PATH_ERRNOS = {"ENOTDIR", "EACCES", "EPERM", "EROFS", "EISDIR", "ENOSPC", "EDQUOT", "EEXIST", "ENOENT", "ENAMETOOLONG"}
+
+
+def _output_error(e: OSError, args) -> str | None:
+    """`--out DIR: cannot write DIR/config.json: ...` for an OSError on a path under one of the command's options;
+    None when no option names it (or the error is not one a user can act on)."""
+    import errno as errno_mod
+
+    if not e.filename or errno_mod.errorcode.get(e.errno or 0) not in _PATH_ERRNOS:
+        return None
+    target = os.path.abspath(os.fsdecode(e.filename))
+    for dest, value in sorted(vars(args).items()):
+        if not isinstance(value, str) or not value or value == "-" or dest in ("command", "func"):
+            continue
+        given = os.path.abspath(value)
+        if target != given and not target.startswith(given.rstrip(os.sep) + os.sep) and not (
+                target.startswith(given) and not target[len(given)].isalnum()):
+            continue
+        option = "--" + dest.replace("_", "-")
+        if e.errno == errno_mod.ENOTDIR:  # name the file that is in the way
+            up = os.path.dirname(target)
+            while up and not os.path.isdir(up) and not os.path.isfile(up) and os.path.dirname(up) != up:
+                up = os.path.dirname(up)
+            if os.path.isfile(up):
+                return f"{option} {value}: {up} is a file, not a directory"
+        return f"{option} {value}: {e.strerror or e}" + ("" if target == given else f": {target}")
+    return None
+
+
+def _end_progress_lines() -> None:
+    """Close any progress bar still drawn (TFDS's, ours): its line ends, so the error starts a line of its own
+    instead of being glued onto the bar's escape codes."""
+    std = sys.modules.get("tqdm.std")
+    if std is None:
+        return
+    for bar in list(getattr(std.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar half torn down already: nothing more to end
+            pass
+    sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     from albert_jax import lifeline
     lifeline.hold()  # a stage of `sweep --jobs` stops with its sweep
@@ -60,10 +105,26 @@ def main(argv: list[str] | None = None) -> int:
     from albert_jax import compile_cache
     compile_cache.enable()  # before jax is imported by the handler
     try:
-        return int(args.func(args) or 0)
-    except (UserError, ValueError, FileNotFoundError) as e:
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a reader that went away (| head) ends it here, not at exit
+        return code
+    except BrokenPipeError:  # `... | head -1`: the reader has what it wanted; end quietly, as Unix tools do
+        if os.environ.get("ALBERT_JAX_DEBUG"):
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush at exit has nowhere to fail
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool the closed pipe stopped
+    except (UserError, ValueError, OSError) as e:
         if os.environ.get("ALBERT_JAX_DEBUG"):
             raise  # the full traceback, for bug reports
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            message = _output_error(e, args)
+            if message is None:
+                raise  # not about a path the user gave: a bug, with its traceback
+            e = UserError(message)
+        elif isinstance(e, FileNotFoundError):
+            e = UserError(_output_error(e, args) or str(e))
+        _end_progress_lines()
         first, *rest = str(e).strip().splitlines() or [type(e).__name__]
         more = f" [{len(rest)} more line(s): rerun with ALBERT_JAX_DEBUG=1 for all]" if rest else ""
         print(f"albert-jax {args.command}: error: {first}{more}", file=sys.stderr)  # one line, always

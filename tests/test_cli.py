@@ -112,8 +112,180 @@ def test_every_option_of_every_command_has_a_help_line():
             if isinstance(a, argparse._SubParsersAction):
                 for name, sub in a.choices.items():
                     walk(sub, [*path, name])
-            elif a.option_strings and not a.help:
-                missing.append(f"albert-jax {' '.join(path)} {a.option_strings[0]}")
+            elif not a.help:  # positionals too (`table NAME`, `experiments show NAME` had none)
+                missing.append(f"albert-jax {' '.join(path)} {(a.option_strings or [a.dest])[0]}")
+            elif a.default not in (None, False, argparse.SUPPRESS) and "default" not in a.help.lower() \
+                    and a.option_strings and path in (["sweep"], ["table"]):
+                missing.append(f"albert-jax {' '.join(path)} {a.option_strings[0]} (its default)")
 
     walk(build_parser(), [])
     assert not missing, missing
+
+
+def test_a_workdir_of_another_kind_of_run_is_refused_in_one_line(capsys, tmp_path, tiny_pretrained):
+    # A workdir written before runs recorded their kind: inferred (config.json's pretrain* task; seed-*/).
+    import json
+
+    from albert_jax.training import workdir as wdir
+
+    old_pre = tmp_path / "old_pretrain"
+    old_pre.mkdir()
+    (old_pre / "config.json").write_text(json.dumps({"task": {"name": "pretrain_sop"}}))
+    old_ft = tmp_path / "old_finetune"
+    (old_ft / "seed-0").mkdir(parents=True)
+    assert main(["finetune", "--config", f"experiments/finetune.py:task=rt_sentiment,init={tiny_pretrained},"
+                 "scale=smoke", "--workdir", str(old_pre)]) == 2
+    err = capsys.readouterr().err
+    assert f"--workdir {old_pre} holds a pretrain run" in err and f"init={old_pre}" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (old_pre / "seed-0").exists()
+    assert main(["pretrain", "--config", "experiments/pretrain.py:scale=smoke", "--workdir", str(old_ft)]) == 2
+    err = capsys.readouterr().err
+    assert f"--workdir {old_ft} holds a finetune run (it has seed-*/ directories)" in err, err
+    assert not (old_ft / "config.json").exists()
+    # A new workdir records its kind, and another command is then refused by it.
+    new = tmp_path / "new"
+    wdir.claim_kind(str(new), "distill")
+    wdir.claim_kind(str(new), "distill")  # the same kind again: fine
+    with pytest.raises(wdir.WorkdirError, match=r"holds a distill run \(recorded in .*kind.json\), not a finetune"):
+        wdir.claim_kind(str(new), "finetune")
+
+
+def test_relative_paths_are_recorded_resolved_and_old_relative_records_still_resume(monkeypatch, tmp_path):
+    # `--resume` from another directory (a requeued job) used to look for data.spm_model / data.instances as typed.
+    import os
+
+    from albert_jax.cli.common import load_experiment
+    from albert_jax.runs import validate
+    from albert_jax.training import workdir as wdir
+
+    (tmp_path / "sp.model").write_text("x")
+    (tmp_path / "inst").mkdir()
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.tsv").write_text("sentence\tlabel\ngood\tpos\nbad\tneg\n")
+    (tmp_path / "task.json").write_text('{"kind": "classification", "train": "train.tsv", "dev": "dev.tsv"}')
+    monkeypatch.chdir(tmp_path)
+    c = load_experiment(os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments/pretrain.py") +
+                        ":scale=smoke", ["data.spm_model=sp.model", "data.instances=./inst"])
+    validate.resolve_paths(c, "pretrain")
+    assert (c.data.spm_model, c.data.instances) == (str(tmp_path / "sp.model"), str(tmp_path / "inst"))
+    f = load_experiment(os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments/finetune.py") +
+                        ":task=task.json,init=random", ["data.tokenizer=sp.model"])
+    validate.resolve_paths(f, "finetune")
+    assert (f.task, f.init, f.data.tokenizer) == (str(tmp_path / "task.json"), "random", str(tmp_path / "sp.model"))
+    # A run recorded before (the path as typed) resumes with the resolved path: the same file, not a new run.
+    old = {"experiment": {"data": {"spm_model": "sp.model", "instances": "inst"}}}
+    new = {"experiment": {"data": {"spm_model": str(tmp_path / "sp.model"), "instances": str(tmp_path / "inst")}}}
+    assert wdir.differences(old, new) == {}
+    other = {"experiment": {"data": {"spm_model": str(tmp_path / "other.model"), "instances": str(tmp_path / "inst")}}}
+    assert set(wdir.differences(old, other)) == {"experiment.data.spm_model"}
+
+
+def test_an_output_under_a_regular_file_is_one_line_naming_the_option(capsys, tmp_path, tiny_pretrained):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["export", "--workdir", str(tiny_pretrained), "--to", "hf", "--out", str(blocker / "hf")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {blocker / 'hf'}: {blocker} is a file, not a directory" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    # `albert-jax ... | head -1`: the reader goes away; no BrokenPipeError traceback, exit 141 (or 0).
+    import os
+    import subprocess
+    import sys
+
+    from procs import user_env
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-m", "albert_jax.main", "summary", "--compare", "sharing=all",
+                          "sharing=none", "sharing=ffn", "sharing=attention"], cwd=root, env=user_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # before it writes a byte
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) in (0, 141) and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_glue_task_without_the_network_is_one_line_saying_how_to_provide_it(capsys, monkeypatch, tmp_path,
+                                                                             tiny_pretrained):
+    import requests
+    import tensorflow_datasets as tfds
+
+    def offline(*a, **k):
+        raise requests.exceptions.ConnectionError("HTTPSConnectionPool(host='dl.fbaipublicfiles.com'): Max retries")
+    monkeypatch.setattr(tfds, "data_source", offline)
+    assert main(["finetune", "--config", f"experiments/finetune.py:task=sst2,init={tiny_pretrained},scale=smoke",
+                 "--workdir", str(tmp_path / "run"), "--log-level", "WARNING"]) == 2
+    err = capsys.readouterr().err
+    assert "glue/sst2: the GLUE data cannot be downloaded here (ConnectionError" in err, err
+    assert "downloads/manual" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_table_defaults_to_the_scale_that_has_runs(capsys, tmp_path):
+    # After a smoke sweep, `table NAME` used to default to --scale cpu: "not run" rows, and runs/NAME/cpu/ created.
+    runs = tmp_path / "runs"
+    (runs / "table4" / "smoke" / "some-row").mkdir(parents=True)
+    assert main(["table", "table4", "--runs", str(runs), "--scale", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "--scale cpu:" in err and "scales with runs there: smoke" in err, err
+    assert not (runs / "table4" / "cpu").exists()
+    from types import SimpleNamespace
+
+    from albert_jax.cli import table
+    assert table._scale(SimpleNamespace(runs=str(runs), name="table4", scale=None)) == "smoke"
+    (runs / "table4" / "cpu" / "row").mkdir(parents=True)
+    assert main(["table", "table4", "--runs", str(runs)]) == 2
+    assert "runs at several scales (smoke, cpu): pick one with --scale" in capsys.readouterr().err
+
+
+def test_tfds_messages_go_to_stderr_and_an_error_ends_a_progress_bar_line_first(capsys, monkeypatch):
+    import sys
+
+    import tensorflow_datasets as tfds
+    from tqdm import tqdm
+
+    from albert_jax.cli import table
+    from albert_jax.data import builders
+
+    def chatty(*a, **k):
+        print("Downloading and preparing dataset 1 MiB to /x/glue/sst2 ...")  # as TFDS does, on stdout
+        return []
+    monkeypatch.setattr(tfds, "data_source", chatty)
+    assert builders.load_source("glue/sst2", "train") == []
+    out, err = capsys.readouterr()
+    assert out == "" and "Downloading and preparing dataset" in err
+
+    def failing(args):
+        bar = tqdm(total=10, file=sys.stderr, desc="Generating train examples")
+        bar.update(3)
+        raise ValueError("boom")
+    monkeypatch.setattr(table, "_run", failing)
+    assert main(["table", "table4", "--runs", "."]) == 2
+    err = capsys.readouterr().err
+    assert "\nalbert-jax table: error: boom" in err, repr(err)
+
+
+def test_a_corpus_too_small_for_the_vocab_names_the_config_field(monkeypatch, tmp_path):
+    from albert_jax.cli.common import load_experiment
+    from albert_jax.data import fetch, tokenization
+    from albert_jax.tasks.pretraining import input as pretrain_input
+
+    def too_small(*a, **k):
+        e = tokenization.CorpusTooSmallError("corpus x is too small ... (--no-hard-vocab-limit)")
+        e.supported = 1234
+        raise e
+    monkeypatch.setattr(tokenization, "train_tokenizer", too_small)
+    monkeypatch.setattr(fetch, "default_cache_dir", lambda: tmp_path)
+    (tmp_path / "train.txt").write_text("a sentence.\n")
+    d = load_experiment("experiments/pretrain.py:scale=smoke", ["data.vocab_size=30000"]).data
+    with pytest.raises(tokenization.CorpusTooSmallError) as e:
+        pretrain_input.corpus_tokenizer(d, {"train": tmp_path / "train.txt"})
+    assert "--set data.vocab_size=1234" in str(e.value) and "--no-hard-vocab-limit" not in str(e.value)
+
+
+@pytest.mark.parametrize("extra,needle", [([], "--model-prefix is required"),
+                                          (["--kind", "wordpiece"], "--kind wordpiece needs --output-dir")])
+def test_tokenizer_train_usage_errors_exit_2_like_the_others(capsys, tmp_path, extra, needle):
+    (tmp_path / "t.txt").write_text("a sentence.\n")
+    assert main(["tokenizer", "train", "--input", str(tmp_path / "t.txt"), *extra]) == 2  # was SystemExit, exit 1
+    assert needle in capsys.readouterr().err

@@ -207,11 +207,13 @@ def test_bad_inputs_are_named(pretrained, tmp_path):
     train_tokenizer(str(other), files=[os.path.join(ROOT, "tests/fixtures/sotu_sample.txt")], vocab_size=300)
     with pytest.raises(ft.InitError, match="not the tokenizer"):
         ft.finetune(config_for("rt_sentiment", pretrained, f"data.tokenizer={other}.model"), str(tmp_path / "t"))
-    # A head fine-tuned for 2 labels cannot serve a 3-label task (refused before any data is read).
+    # A head fine-tuned for 2 labels does not serve a 3-label task: that task starts a fresh head (no refusal: the
+    # head would not be reused), and the log says so before any data is read.
     wd = tmp_path / "rt"
     ft.finetune(config_for("rt_sentiment", pretrained, "train.num_train_steps=3"), str(wd))
-    with pytest.raises(ft.InitError, match="2 labels; task mnli has 3"):
-        ft.finetune(config_for("mnli", wd / "seed-0"), str(tmp_path / "m"))
+    src = ft.resolve_init(str(wd / "seed-0"))
+    assert ft.plan_head(make_task("mnli"), src, reset_head=False) == "reset" and not src.head_reused
+    assert ft.plan_head(make_task("rt_sentiment"), src, reset_head=False) == "reuse" and src.head_reused
 
 
 def test_typed_model_fields_keep_the_rest_of_the_scale():

@@ -104,6 +104,78 @@ def test_the_predict_command_writes_one_line_per_input(rt, rt_run, tmp_path, cap
     assert "in.xml: unknown format '.xml'" in err and "Traceback" not in err, err
 
 
+def test_a_fine_tuned_head_is_matched_by_its_label_names(rt, rt_run, tmp_path, caplog):
+    # Fine-tuning again from a fine-tuned seed: the same label names in another order remap the classifier's rows
+    # (they used to be reused as they were: predictions label-swapped); the same names under another task name
+    # reuse it; other names or another count start a fresh head (no refusal); each says so in one log line.
+    from albert_jax.runs import finetune as ft
+    from albert_jax.tasks.from_files import read_spec, task_from_spec
+
+    root, _ = rt
+    theirs = ft.resolve_init(str(rt_run / "seed-0")).head()["classifier"]
+
+    def plan(name, labels):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "kind": "classification", "train": str(root / "train.tsv"), "dev": str(root / "dev.tsv"), "text": "text",
+            "label": "sentiment", "labels": labels}))
+        task = task_from_spec(read_spec(tmp_path / f"{name}.json"))
+        src = ft.resolve_init(str(rt_run / "seed-0"))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="albert_jax.finetune"):
+            verdict = ft.plan_head(task, src, reset_head=False)
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1, lines
+        return verdict, lines[0], ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)["classifier"]
+
+    verdict, line, head = plan("task", ["positive", "negative"])
+    assert verdict == "remap" and "remapped" in line and "[positive, negative]" in line, line
+    np.testing.assert_array_equal(head["kernel"], np.asarray(theirs["kernel"])[:, ::-1])
+    np.testing.assert_array_equal(head["bias"], np.asarray(theirs["bias"])[::-1])
+    verdict, line, head = plan("renamed", NAMES)
+    assert verdict == "reuse" and "reused for task renamed" in line, line
+    np.testing.assert_array_equal(head["kernel"], np.asarray(theirs["kernel"]))
+    for labels in (["negative", "neutral", "positive"], ["bad", "good"]):
+        verdict, line, head = plan("task", labels)
+        assert verdict == "reset" and "not reused" in line and "starts fresh" in line, line
+        kernel = np.asarray(theirs["kernel"])
+        assert head["kernel"].shape != kernel.shape or not np.array_equal(head["kernel"], kernel)
+
+
+def test_predict_warns_once_of_labels_the_run_does_not_know(rt, rt_run, tmp_path, capsys):
+    root, _ = rt
+    lines = (root / "test.tsv").read_text().splitlines(keepends=True)[:5]
+    lines[2] = lines[2].rsplit("\t", 1)[0] + "\tneutral\n"
+    lines[4] = lines[4].rsplit("\t", 1)[0] + "\tneutral\n"
+    (tmp_path / "labelled.tsv").write_text("".join(lines))
+    capsys.readouterr()
+    assert main(["predict", "--workdir", str(rt_run), "--input", str(tmp_path / "labelled.tsv"), "--output",
+                 str(tmp_path / "p.jsonl")]) == 0
+    warned = [x for x in capsys.readouterr().err.splitlines() if "does not know" in x]
+    assert len(warned) == 1 and "'neutral' (lines 3, 5)" in warned[0] and "negative, positive" in warned[0], warned
+    assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 4  # predicted all the same
+
+
+def test_predictor_load_says_nothing_of_orbax_internals(rt_run, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("absl"), "level", logging.NOTSET)  # as in a fresh Python session
+    with caplog.at_level("INFO"):
+        Predictor.load(rt_run)
+    said = [r.getMessage() for r in caplog.records if r.name == "absl" and r.levelno >= logging.WARNING]
+    assert not said, said  # "Given directory is read only" on every load, before
+    assert logging.getLogger("absl").level == logging.NOTSET  # and left as it was
+
+
+def test_predict_output_under_a_regular_file_is_one_line(rt, rt_run, tmp_path, capsys):
+    root, _ = rt
+    (tmp_path / "a_file").write_text("x")
+    out = tmp_path / "a_file" / "p.jsonl"
+    capsys.readouterr()
+    assert main(["predict", "--workdir", str(rt_run), "--input", str(root / "test.tsv"), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--output {out}: {tmp_path / 'a_file'} is a file, not a directory" in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("kind", ["pair", "regression"])
 def test_jsonl_pairs_and_csv_regression_fine_tune(kind, tiny_pretrained, tmp_path):
     if kind == "pair":
@@ -172,6 +244,7 @@ def test_conll_tagging_and_squad_spans_fine_tune_and_predict(tiny_pretrained, tm
     ("dev_label", "dev.tsv:3: unknown label 'meh'"),
     ("dev_empty", "dev.tsv:2: empty text in column 'text'"),
     ("no_column", "train.tsv:1: the header has no column 'sentiment'"),
+    ("train_empty_label", "train.tsv:4: empty label in column 'sentiment'"),  # it used to become a class ''
 ])
 def test_bad_rows_are_named_by_file_and_line(bad, where, rt, tiny_pretrained, tmp_path, capsys):
     root, _ = rt
@@ -180,6 +253,8 @@ def test_bad_rows_are_named_by_file_and_line(bad, where, rt, tiny_pretrained, tm
         lines["dev"][2] = lines["dev"][2].rsplit("\t", 1)[0] + "\tmeh\n"
     elif bad == "dev_empty":
         lines["dev"][1] = "\t" + lines["dev"][1].rsplit("\t", 1)[1]
+    elif bad == "train_empty_label":
+        lines["train"][3] = lines["train"][3].rsplit("\t", 1)[0] + "\t\n"
     else:
         lines["train"][0] = "text\tlabel\n"
     for s in lines:

@@ -338,17 +338,21 @@ def test_bad_inputs(tmp_path, tok, capsys):
     assert "empty.txt is empty" in capsys.readouterr().err
     with pytest.raises(ValueError, match="no pretraining instances"):
         D.create_pretraining_data([empty], tok, tmp_path / "o3", cfg)
-    assert not list((tmp_path / "o3").iterdir())  # not even the empty 128 KiB shard the failed create wrote
+    assert not (tmp_path / "o3").exists()  # not even the directory (nor the empty 128 KiB shard) it made
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"One sentence.\nAnother one.\n\nCaf\xe9 au lait.\n")
     with pytest.raises(ValueError, match=r"bad.txt:4: not valid UTF-8"):
         D.create_pretraining_data([bad], tok, tmp_path / "o4", cfg)
-    assert not list((tmp_path / "o4").iterdir())  # no shard, complete or partial
+    assert not (tmp_path / "o4").exists()  # no shard, complete or partial
     for workers in (1, 2):  # the good file's finished shard goes too: a failed create leaves no half dataset
         out = tmp_path / f"o4-{workers}"
         with pytest.raises(ValueError, match=r"bad.txt:4: not valid UTF-8"):
             D.create_pretraining_data([good, bad], tok, out, cfg, workers=workers)
-        assert not list(out.iterdir())
+        assert not out.exists()
+    (tmp_path / "mine").mkdir()  # a directory the user made stays, empty
+    with pytest.raises(ValueError, match="no pretraining instances"):
+        D.create_pretraining_data([empty], tok, tmp_path / "mine", cfg)
+    assert (tmp_path / "mine").is_dir()
     huge = tmp_path / "huge.txt"
     with open(huge, "w") as f:
         f.write("A first sentence here.\nA second sentence here.\n" + "word " * 2_000_000 + "\nA last one.\n")

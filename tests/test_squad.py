@@ -308,3 +308,21 @@ def test_real_sentencepiece_round_trip(sp_tok, line, k, n):
     assert start.max() == 10.0
     (pred,) = S.decode_v1(ev, start, end).values()
     assert normalize_answer(pred) == normalize_answer(answer)
+
+
+def test_v1_scores_report_no_noans_group_for_answers_that_normalise_to_nothing(monkeypatch):
+    # SQuAD v1.1 has no unanswerable questions; a gold answer "the" used to put its question in NoAns_total.
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from albert_jax.tasks import squad as squad_mod
+    from albert_jax.tasks.span_qa import SpanTask
+
+    monkeypatch.setattr(squad_mod, "decode_v1", lambda *a, **k: {"q1": "the", "q2": "Paris"})
+    task = SpanTask("mine", "unused", version=1)
+    feats = SimpleNamespace(meta=None, answers={"q1": ["the"], "q2": ["Paris"]})
+    preds = {"index": np.array([0, 1]), "start_logits": np.zeros((2, 4)), "end_logits": np.zeros((2, 4))}
+    out = task.finalize({}, preds, "validation", feats)
+    assert not any("NoAns" in k or "HasAns" in k for k in out), out
+    assert out[next(k for k in out if k.endswith("exact_match"))] == 100.0

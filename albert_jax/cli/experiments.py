@@ -34,7 +34,7 @@ def add_cli(subparsers) -> None:
     q.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
     q.set_defaults(func=_list)
     q = sub.add_parser("show", help="an experiment's rows, the paper's values and the exact command of each stage")
-    q.add_argument("name")
+    q.add_argument("name", help="the experiment (table4, table5, ...: `albert-jax experiments list`)")
     q.add_argument("--scale", default="cpu", help="smoke, cpu or paper (default cpu)")
     q.add_argument("--runs", default="runs", help="the sweep's runs directory the commands write to")
     q.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE", help="as for `albert-jax sweep`")

@@ -58,8 +58,36 @@ def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
                 inputs.append({k: row[k] for k in columns})
             if kind == "classification" and not all(str(row[k]).strip() for k in columns):
                 raise PredictError(f"{path}:{line}: empty text in column(s) {', '.join(columns)}")
+        if kind == "classification":
+            _warn_unknown_labels(path, rows, predictor)
         return [f"{path.name}:{line}" for line, _ in rows], inputs
     raise PredictError(f"--input {path}: unknown format {suffix or '(no suffix)'!r} for a {kind} task; use {FORMATS}")
+
+
+def _warn_unknown_labels(path: Path, rows, predictor) -> None:
+    """A labelled input whose label column holds names the run was not trained on (a typo, another label set):
+    its predictions are still written, and one warning line names the labels, where they are and the run's."""
+    import logging
+
+    names = predictor.labels
+    spec = getattr(predictor.task, "spec", None) or {}
+    column = spec.get("label") or getattr(predictor.task, "label_key", "label")
+    if not names or getattr(predictor.task, "regression", False):
+        return
+    known = set(names) | {str(i) for i in range(len(names))}  # an id is a label too (our own sets' files)
+    unknown: dict[str, list[int]] = {}
+    for line, row in rows:
+        value = row.get(column)
+        value = "" if value is None else str(value).strip()
+        if value and value not in known:
+            unknown.setdefault(value, []).append(line)
+    if unknown:
+        where = "; ".join(f"{v!r} (line{'s' if len(ls) > 1 else ''} {', '.join(map(str, ls[:3]))}"
+                          f"{', ...' if len(ls) > 3 else ''})" for v, ls in list(unknown.items())[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        logging.getLogger("albert_jax.predict").warning(
+            "%s: column %r holds label(s) the run does not know: %s%s; the run's labels: %s (predicted all the "
+            "same)", path, column, where, more, ", ".join(names))
 
 
 def _cmd(args) -> int:

@@ -76,7 +76,7 @@ def _run(args) -> int:
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="run every row of an experiment end to end (resumable)")
     p.add_argument("name", help="an experiment (`albert-jax experiments list`)")
-    p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper")
+    p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper (default: cpu)")
     p.add_argument("--runs", required=True, help="directory for the rows' workdirs (RUNS/<name>/<scale>/<row>/)")
     p.add_argument("--rows", help="comma list of row names or slugs (default: every row)")
     p.add_argument("--tasks", help="comma list of downstream tasks to fine-tune every row on besides the "
@@ -86,7 +86,7 @@ def add_cli(subparsers) -> None:
                    help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, finetune.num_seeds=1")
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
-                   "the same through submitit's local executor; print: one launch command per row")
+                   "the same through submitit's local executor; print: one launch command per row (default: local)")
     p.add_argument("--jobs", type=int, metavar="N", help="local: run the stages as N processes at a time, each as "
                    "soon as the stage it reads has finished, its output in <stage workdir>.log (default: the rows "
                    "in this process, one stage after another)")
@@ -111,5 +111,5 @@ def add_cli(subparsers) -> None:
     p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, help="slurm: CPUs per task (default by scale: "
                    "2, 4, 16)")
     p.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
-    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages")
+    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages (default: WARNING)")
     p.set_defaults(func=_run)

@@ -11,6 +11,7 @@ def _run(args) -> int:
         raise FileNotFoundError(f"--runs {args.runs}: no such directory (the --runs a sweep of {args.name} wrote "
                                 "into)")
     exp = registry.get(args.name, args.experiments_dir)
+    args.scale = _scale(args)
     if args.best:
         best = table.best_row(exp, args.scale, args.runs, hf_only=args.best == "hf")
         if best is None:
@@ -24,10 +25,41 @@ def _run(args) -> int:
     return 0
 
 
+def scales_run(runs, name: str) -> list[str]:
+    """The scales at which a sweep of `name` wrote rows under `runs` (runs/NAME/<scale>/ holding something)."""
+    from pathlib import Path
+
+    from albert_jax.configs.scales import SCALES
+
+    base = Path(runs) / name
+    return [s for s in SCALES if (base / s).is_dir() and any((base / s).iterdir())]
+
+
+def _scale(args) -> str:
+    """--scale as given, or the one scale the runs have; a scale with no runs is refused (its table would be
+    "not run" rows only, and writing it would create runs/NAME/<scale>/), naming the scales that have runs."""
+    from pathlib import Path
+
+    found = scales_run(args.runs, args.name)
+    where = Path(args.runs) / args.name
+    hint = (f"scales with runs there: {', '.join(found)}" if found else
+            f"no scale has runs there yet (albert-jax sweep {args.name} --scale ... --runs {args.runs})")
+    if args.scale is None:
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise ValueError(f"{where} has runs at several scales ({', '.join(found)}): pick one with --scale")
+        raise ValueError(f"{where}: no runs of {args.name}; {hint}")
+    if args.scale not in found:
+        raise ValueError(f"--scale {args.scale}: {where / args.scale} holds no runs; {hint}")
+    return args.scale
+
+
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("table", help="an experiment's table from its runs, the paper's values beside ours")
-    p.add_argument("name")
-    p.add_argument("--scale", default="cpu", help="smoke, cpu or paper (default cpu)")
+    p.add_argument("name", help="the experiment (table4, table5, ...: `albert-jax experiments list`)")
+    p.add_argument("--scale", default=None, help="smoke, cpu or paper (default: the one scale the runs "
+                   "directory has runs at)")
     p.add_argument("--runs", required=True, help="the sweep's runs directory")
     p.add_argument("--out", help="where to write table.md, table.csv, curves.png, bars.png (default: the sweep's)")
     p.add_argument("--best", choices=("any", "hf"), help="print only the fine-tuning workdir of the best finished "

@@ -14,14 +14,14 @@ def _cmd_train(args) -> int:
     if args.kind == "wordpiece":
         from albert_jax.data.wordpiece import train_wordpiece
         if not args.output_dir:
-            raise SystemExit("albert-jax tokenizer train: --kind wordpiece needs --output-dir (it writes vocab.txt "
+            raise ValueError("tokenizer train: --kind wordpiece needs --output-dir (it writes vocab.txt "
                              "and tokenizer_config.json there)")
         tok = train_wordpiece(args.output_dir, args.input, vocab_size=args.vocab_size, lower=args.lower,
                               min_frequency=args.min_frequency)
         print(f"wrote {args.output_dir}/vocab.txt ({tok.vocab_size} tokens) and tokenizer_config.json")
         return 0
     if not args.model_prefix:
-        raise SystemExit("albert-jax tokenizer train: --model-prefix is required (SentencePiece writes PREFIX.model, "
+        raise ValueError("tokenizer train: --model-prefix is required (SentencePiece writes PREFIX.model, "
                          "PREFIX.vocab and PREFIX.json)")
 
     tok = train_tokenizer(args.model_prefix, files=args.input, vocab_size=args.vocab_size, lower=args.lower,

@@ -24,6 +24,8 @@ import inspect
 import logging
 import os
 import re
+import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -432,13 +434,21 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
         builder = BUILDERS[base](data_dir=data_dir, cache_dir=cache_dir, **builder_kwargs)
         builder.beam = download_config is not None
         if download_config is None:
-            builder.download_and_prepare()
+            with tfds_messages_to_stderr():
+                builder.download_and_prepare()
         else:
             try:
-                builder.download_and_prepare(download_config=download_config)
+                with tfds_messages_to_stderr():
+                    builder.download_and_prepare(download_config=download_config)
             except Exception as e:  # a worker's error arrives as the runner's text of its traceback
                 raise ValueError(f"{name} on Beam: {_worker_error(str(e))}") from None
     return builder
+
+
+def tfds_messages_to_stderr():
+    """TFDS prints "Downloading and preparing dataset ..." and "Dataset ... downloaded and prepared" on stdout; a
+    command's stdout is its result (JSON a script parses), so they go to stderr, beside the progress bars."""
+    return redirect_stdout(sys.stderr)
 
 
 def _worker_error(text: str) -> str:
@@ -526,4 +536,41 @@ def load_source(name: str, split: str = "train", data_dir: str | Path | None = N
             tfds.builder_cls(base)
         except tfds.core.registered.DatasetNotFoundError:
             raise ValueError(unknown_dataset_message(name)) from None
-    return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download, builder_kwargs=kwargs)
+    try:
+        with tfds_messages_to_stderr():
+            return tfds.data_source(name, split=split, data_dir=str(data_dir), download=download,
+                                    builder_kwargs=kwargs)
+    except Exception as e:
+        if not _is_network_error(e):
+            raise
+        raise ValueError(offline_message(name, Path(data_dir), e)) from None
+
+
+def _is_network_error(e: BaseException) -> bool:
+    """A download that failed for want of the network (requests', urllib's, a socket's error), anywhere in the
+    exception's chain."""
+    import socket
+    import urllib.error
+
+    try:
+        import requests
+        net: tuple = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
+    except ImportError:
+        net = ()
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (*net, urllib.error.URLError, ConnectionError, socket.gaierror, TimeoutError)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def offline_message(name: str, data_dir: Path, e: BaseException) -> str:
+    """One line for a catalog dataset that cannot be downloaded here, and how to provide it."""
+    base = name.partition("/")[0].partition(":")[0]
+    what = "the GLUE data" if base == "glue" else f"the TFDS catalog dataset {name}"
+    return (f"{name}: {what} cannot be downloaded here ({type(e).__name__}: no network?); provide a local copy: "
+            f"prepare it on a machine with the network (the same command) and copy its {data_dir / base} here, or "
+            f"its downloaded files into TFDS's download dir {data_dir / 'downloads'} (files a dataset reads by hand: "
+            f"{data_dir / 'downloads' / 'manual'}); ALBERT_JAX_CACHE moves this cache")

@@ -41,7 +41,9 @@ _ENGLISH_OR_PUNCT = frozenset("abcdefghijklmnopqrstuvwxyz") | _OFFICIAL_PUNCT
 
 
 class CorpusTooSmallError(ValueError):
-    """The corpus cannot support the requested vocabulary size."""
+    """The corpus cannot support the requested vocabulary size (`supported`: the largest it can)."""
+
+    supported: int | None = None
 
 
 def is_word_start(piece: str) -> bool:
@@ -305,10 +307,12 @@ def train_tokenizer(model_prefix: str | os.PathLike, *, files: Iterable[str | os
     except RuntimeError as e:
         m = re.search(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)", str(e))
         if m:
-            raise CorpusTooSmallError(
+            err = CorpusTooSmallError(
                 f"corpus {corpus} is too small for vocab_size={m.group(1)}: it supports at most {m.group(2)} "
                 f"pieces; pass a vocab size <= {m.group(2)} or hard_vocab_limit=False (--no-hard-vocab-limit), "
-                "or train on more text") from None
+                "or train on more text")
+            err.supported = int(m.group(2))
+            raise err from None
         if "sentences_.empty()" in str(e):
             raise ValueError(f"tokenizer training input {corpus}: no sentence left to train on (blank lines only?); "
                              "a tokenizer is trained on text, one sentence per line") from None

@@ -278,9 +278,12 @@ def distill(config, workdir: str) -> dict:
     from albert_jax.runs import validate
     from albert_jax.tasks.registry import make_task
 
+    from albert_jax.training import workdir as wdir
+
     validate.validate(config, "finetune", workdir)
     if "distill" not in config:
         raise DistillError("the config has no distill section: use experiments/distill.py")
+    wdir.claim_kind(workdir, "distill")  # before the teacher's targets are cached in it
     if config.get("head", "default") != "default":
         raise DistillError(f"head={config.head}: the student of a distillation has the default head (its soft "
                            "targets are for one classifier)")
@@ -289,7 +292,7 @@ def distill(config, workdir: str) -> dict:
                               cache_dir=os.path.join(workdir, "teacher"))
     summary = ft.finetune(config, workdir, lambda task, cfg: distill_task(
         task, targets, temperature=d.temperature, alpha=d.alpha, hidden_weight=d.hidden_weight,
-        student_hidden=cfg.hidden_size))
+        student_hidden=cfg.hidden_size), kind="distill")
     if summary.get("stopped"):
         return summary
     base = make_task(config.task)

@@ -60,6 +60,8 @@ class InitSource:
     task: dict | None = None  # a fine-tuned run's task description
     step: int | None = None  # a workdir's checkpoint step, known once encoder() has read it
     hf_head: dict | None = None  # an HF AlbertFor<Task>'s classifier (interop/hf.hf_task_head): see adopt_hf_head
+    head_reused: bool = False  # plan_head / adopt_hf_head decided that `head` serves this run's task
+    head_order: list[int] | None = None  # the source's label index of each of this task's labels, when reordered
 
 
 def _load_tokenizer(path) -> Any:
@@ -219,9 +221,50 @@ def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool
         return fresh
     out = dict(fresh)
     out["albert"] = _merge(fresh["albert"], src.encoder(), "albert")
-    if src.head is not None and not reset_head and (src.task or {}).get("name") == task.name:
-        out.update({k: _merge(fresh[k], v, k) for k, v in src.head().items() if k in fresh})
+    if src.head is not None and not reset_head and src.head_reused:
+        head = src.head()
+        if src.head_order is not None:
+            head = _reorder_head(head, src.head_order)
+        out.update({k: _merge(fresh[k], v, k) for k, v in head.items() if k in fresh})
     return out
+
+
+def _reorder_head(head: dict, order: list[int]) -> dict:
+    """The head's output units in this task's label order: unit j of the result is the source's unit order[j]
+    (every kernel and bias whose last axis is the label axis)."""
+    n = len(order)
+
+    def take(a):
+        a = np.asarray(jax.device_get(a))
+        return a[..., order] if a.ndim and a.shape[-1] == n else a
+    return jax.tree.map(take, head)
+
+
+def head_labels(task) -> list[str] | None:
+    """The names of a task's outputs, in order (a tagging task's tags, a classifier's label names), or None where
+    it has none that mean anything (regression, spans, multiple choice, HF's generic LABEL_<i>)."""
+    from albert_jax.tasks.registry import label_names
+
+    if getattr(task, "tags", None) is not None:
+        return [str(t) for t in task.tags]
+    n = getattr(task, "num_labels", None)
+    if not isinstance(n, int) or n < 2:
+        return None
+    try:
+        names, _ = label_names(task, "sequence")
+    except Exception:  # a task without a label source: no names to match
+        return None
+    return None if not names or names == [f"LABEL_{i}" for i in range(n)] else [str(x) for x in names]
+
+
+def match_labels(mine: list[str], theirs: list[str]) -> tuple[str, list[int] | None] | None:
+    """('reuse', None) for the same names in the same order, ('remap', order) for the same names in another
+    order (order[j]: the index in `theirs` of mine[j]), None when the names differ."""
+    if mine == theirs:
+        return "reuse", None
+    if len(set(mine)) == len(mine) and sorted(mine) == sorted(theirs):
+        return "remap", [theirs.index(x) for x in mine]
+    return None
 
 
 # The kind of HF head each task kind can take over, ALBERT's or BERT's (Albert... / Bert... + this).
@@ -248,28 +291,79 @@ def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
         why = f"it is an {h['architecture']} head, task {task.name} needs a *{HF_HEAD_OF.get(kind, 'another kind')}"
     elif h["weight"].shape[0] != n:
         why = f"it has {h['weight'].shape[0]} labels, task {task.name} has {n}"
-    elif names and h["labels"] and h["labels"] != list(names):
-        why = f"its labels {h['labels']} are not task {task.name}'s {list(names)}"
+    order = None
+    if not why and names and h["labels"] and h["labels"] != list(names):
+        matched = match_labels(list(names), list(h["labels"]))
+        if matched is None:
+            why = f"its labels {h['labels']} are not task {task.name}'s {list(names)}"
+        else:
+            order = matched[1]
     if why:
         log.warning("%s: its task head is not reused (%s); the new head starts fresh", src.path, why)
         return
     weight, bias = h["weight"], h["bias"]
     src.head = lambda: {"classifier": {"kernel": weight.T, "bias": bias}}  # torch Linear is [out, in]
     src.task = {"name": task.name, "kind": kind, "num_labels": n}
-    log.info("%s: its %s head (%d labels) is reused (reset_head=true starts a new one)", src.path,
-             h["architecture"], n)
+    src.head_reused, src.head_order = True, order
+    if order is None:
+        log.info("%s: its %s head (%d labels) is reused (reset_head=true starts a new one)", src.path,
+                 h["architecture"], n)
+    else:
+        log.info("%s: its %s head (labels %s) is reused with its rows remapped to task %s's order %s "
+                 "(reset_head=true starts a new one)", src.path, h["architecture"], _names(h["labels"]),
+                 task.name, _names(names))
 
 
-def check_head(task, src: InitSource, reset_head: bool) -> None:
-    """A fine-tuned source's head is reused for the same task; a head of the same kind with another label
-    count cannot serve this task, and saying so before any data is read saves the user a wasted run."""
+def _names(labels) -> str:
+    return "[" + ", ".join(map(str, labels)) + "]"
+
+
+def plan_head(task, src: InitSource, reset_head: bool) -> str | None:
+    """Whether a fine-tuned source's head serves this task, decided by the label names, in order: the same names
+    reuse it, the same names in another order reuse it with its output rows remapped, other names (or another kind
+    of head) start a fresh head. Where either side has no label names (regression, spans, HF's LABEL_<i>), the
+    same task name with as many outputs reuses it. One log line says which; returns 'reuse' | 'remap' | 'reset'
+    (None: the source has no task head)."""
     theirs = src.task or {}
-    if src.head is None or reset_head or theirs.get("kind") != task.describe().get("kind"):
-        return
-    if theirs.get("num_labels") != getattr(task, "num_labels", None):
-        raise InitError(f"{src.path} was fine-tuned on {theirs.get('name')} with {theirs.get('num_labels')} labels; "
-                        f"task {task.name} has {getattr(task, 'num_labels', None)}: its head does not fit (set "
-                        "reset_head=true to start a new head)")
+    if src.head is None:
+        return None
+    src.head_reused, src.head_order = False, None
+    what = f"{src.path}: its task head (task {theirs.get('name')}"
+    if reset_head:
+        log.info("%s) is reset (reset_head=true); the new head starts fresh", what)
+        return "reset"
+    mine_kind = task.describe().get("kind")
+    why = None
+    if theirs.get("kind") != mine_kind:
+        why = f"it is a {theirs.get('kind')} head, task {task.name} needs a {mine_kind}"
+    else:
+        try:
+            old = head_labels(task_of_run(theirs, src.model_cfg))
+        except Exception:  # a task this version cannot rebuild: its names are unknown
+            old = None
+        mine = head_labels(task)
+        if mine and old:
+            what += f", labels {_names(old)}"
+            matched = match_labels(mine, old)
+            if matched is None:
+                why = f"its labels are not task {task.name}'s {_names(mine)}"
+            elif matched[0] == "remap":
+                src.head_reused, src.head_order = True, matched[1]
+                log.info("%s) is reused with its rows remapped to task %s's order %s (reset_head=true starts a "
+                         "new one)", what, task.name, _names(mine))
+                return "remap"
+        elif theirs.get("num_labels") != getattr(task, "num_labels", None):
+            why = (f"it has {theirs.get('num_labels')} outputs, task {task.name} has "
+                   f"{getattr(task, 'num_labels', None)}")
+        elif theirs.get("name") != task.name:
+            why = (f"no label names to match it by, and its task is not {task.name} (name the labels in a task "
+                   "file's \"labels\" to match them)")
+    if why:
+        log.warning("%s) is not reused (%s); the new head starts fresh", what, why)
+        return "reset"
+    src.head_reused = True
+    log.info("%s) is reused for task %s (reset_head=true starts a new one)", what, task.name)
+    return "reuse"
 
 
 def _tokenizer_for(config, src: InitSource):
@@ -318,18 +412,21 @@ def planned_task_and_model(config) -> tuple[Any, AlbertConfig]:
     return with_head(task, config.head, model_cfg.num_hidden_layers), model_cfg
 
 
-def finetune(config, workdir: str, make_run_task: Callable | None = None) -> dict:
+def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: str = "finetune") -> dict:
     """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
-    does: runs/distill.py), everything else is the same core."""
+    does: runs/distill.py, kind='distill'), everything else is the same core."""
     from albert_jax.runs.pretrain import init_distributed
+    from albert_jax.training import workdir as wdir
 
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
+    wdir.claim_kind(workdir, kind)  # not a pretraining run's workdir
+    validate.resolve_paths(config, "finetune")  # recorded absolute: a resume from another directory finds them
     init_distributed(config)
     validate.check_devices(config)
     task = make_task(config.task)
     src, tokenizer, model_cfg = student_model(config)
     task = with_head(task, config.head, model_cfg.num_hidden_layers)  # PABEE: one classifier per layer
-    check_head(task, src, config.reset_head)
+    plan_head(task, src, config.reset_head)
     adopt_hf_head(task, src, config.reset_head)
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)

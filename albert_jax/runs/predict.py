@@ -16,7 +16,9 @@ so a prediction equals what evaluation scored. Batches are padded to the shortes
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,6 +26,24 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 KINDS = {"ClassificationTask": "classification", "TaggingTask": "tagging", "SpanTask": "span"}
+
+
+@contextlib.contextmanager
+def quiet_checkpoint_reads():
+    """What orbax says on every read of a checkpoint (absl's "Given directory is read only", the sharding
+    UserWarnings) carries nothing a user can act on: silenced while a run is loaded, as cli/common.setup_logging
+    does for the commands; with albert_jax logging at DEBUG it all shows."""
+    absl = logging.getLogger("absl")
+    old = absl.level
+    if logging.getLogger("albert_jax").getEffectiveLevel() > logging.DEBUG:
+        absl.setLevel(max(old, logging.ERROR))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sharding info not provided when restoring")
+            warnings.filterwarnings("ignore", message="Couldn't find sharding info under RestoreArgs")
+            yield
+    finally:
+        absl.setLevel(old)
 
 
 class PredictError(ValueError):
@@ -56,12 +76,13 @@ class Predictor:
         from albert_jax.runs.export import ExportError, resolve_run
         from albert_jax.runs.pretrain import read_run_config
 
-        try:
-            run = resolve_run(workdir, step=step, seed=seed)
-        except ExportError as e:
-            raise PredictError(str(e)) from None
-        max_len = int(read_run_config(run.workdir).get("data", {}).get("max_seq_length", 128))
-        return cls(run, max_len, batch_size)
+        with quiet_checkpoint_reads():
+            try:
+                run = resolve_run(workdir, step=step, seed=seed)
+            except ExportError as e:
+                raise PredictError(str(e)) from None
+            max_len = int(read_run_config(run.workdir).get("data", {}).get("max_seq_length", 128))
+            return cls(run, max_len, batch_size)
 
     @property
     def labels(self) -> list[str] | None:

@@ -19,6 +19,7 @@ from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop, rundir
 from albert_jax.training import state as st
+from albert_jax.training import workdir as wdir
 
 log = logging.getLogger("albert_jax.pretrain")
 
@@ -83,6 +84,8 @@ def pretrain(config, workdir: str) -> dict[str, float]:
     from albert_jax.tasks.pretraining import input as pretrain_input  # imports tfds/grain only when training
 
     validate.validate(config, "pretrain", workdir)  # the whole config, in seconds, before any data is built
+    wdir.claim_kind(workdir, "pretrain")  # not a fine-tuning run's workdir
+    validate.resolve_paths(config, "pretrain")  # recorded absolute: a resume from another directory finds them
     loop.check_resume(config, workdir)  # and a resume that changes the run, before its new data is built
     init_distributed(config)
     validate.check_devices(config)

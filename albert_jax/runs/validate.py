@@ -179,6 +179,35 @@ def check_workdir(workdir: str) -> None:
         raise ConfigError(f"--workdir {workdir}: cannot write to {what}: {e.strerror or e}") from None
 
 
+# Fields that name local files or directories: recorded resolved (absolute), so that a run resumed from another
+# directory (a requeued job, `--resume`) reads the same files. comma: a comma-separated list of paths.
+PATH_FIELDS = {"pretrain": ("data.spm_model", "data.instances", "data.eval_instances", "data.wordpiece_vocab",
+                            "data.corpus_paths", "train.init_from"),
+               "finetune": ("task", "init", "data.tokenizer", "distill.teacher")}  # task: a task file
+_NOT_PATHS = ("random", "minilm")  # init= names that are not paths
+
+
+def resolve_paths(config, kind: str) -> None:
+    """Every existing relative path among the `kind` run's PATH_FIELDS made absolute, in place."""
+    def one(value: str) -> str:
+        value = value.strip()
+        if not value or "://" in value or value in _NOT_PATHS or os.path.isabs(value) or not os.path.exists(value):
+            return value
+        return os.path.abspath(value)
+
+    for field in PATH_FIELDS[kind]:
+        section, _, name = field.rpartition(".")
+        if section and section not in config:
+            continue
+        holder = config[section] if section else config
+        value = holder.get(name)
+        if not isinstance(value, str) or not value or (field == "task" and not value.lower().endswith(".json")):
+            continue
+        resolved = ",".join(one(v) for v in value.split(",")) if field == "data.corpus_paths" else one(value)
+        if resolved != value:
+            holder[name] = resolved
+
+
 # ------------------------------------------------------------------------------------------------ corpora
 def pretraining_corpora() -> dict[str, tuple[str, ...] | None]:
     """Our pretraining corpora and their config names (None: any name, text_corpus/<name>)."""

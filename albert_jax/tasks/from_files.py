@@ -78,6 +78,8 @@ def read_spec(path) -> dict:
         out[key] = str(f)
     if kind in ("classification", "pair", "tagging"):
         out["labels"] = [str(x) for x in spec["labels"]] if "labels" in spec else _labels_of(out)
+        if "labels" in spec and any(not x.strip() for x in out["labels"]):
+            raise UserDataError(f"{path}: \"labels\" holds an empty name; every label needs one")
         if len(out["labels"]) < 2 and kind != "tagging":
             raise UserDataError(f"{out['train']}: one label ({out['labels'][0]!r}) in the whole train file; "
                                 "classification needs two or more (or give them: \"labels\": [...])")
@@ -90,7 +92,12 @@ def _labels_of(spec: dict) -> list[str]:
     if spec["kind"] == "tagging":
         values = {t for _, _, tags in U.read_conll(Path(spec["train"])) for t in tags}
     else:
-        values = {str(row[spec["label"]]).strip() for _, row in U.read_table(Path(spec["train"]), (spec["label"],))}
+        values = set()
+        for line, row in U.read_table(Path(spec["train"]), (spec["label"],)):
+            value = str(row[spec["label"]]).strip()
+            if not value:  # it would become a class '' of its own
+                raise UserDataError(f"{spec['train']}:{line}: empty label in column {spec['label']!r}")
+            values.add(value)
     if all(v.lstrip("-").isdigit() for v in values):
         return sorted(values, key=int)
     return sorted(values)
@@ -142,6 +149,8 @@ def read_records(spec: dict, path: Path, hidden_ok: bool = False) -> list[dict]:
             except ValueError:
                 raise UserDataError(f"{path}:{line}: label {raw!r} in column {spec['label']!r} is not a number "
                                     "(kind regression)") from None
+        elif not raw:
+            raise UserDataError(f"{path}:{line}: empty label in column {spec['label']!r}")
         elif raw not in index:
             raise UserDataError(f"{path}:{line}: unknown label {raw!r} in column {spec['label']!r}; the task's "
                                 f"labels: {', '.join(spec['labels'])}")

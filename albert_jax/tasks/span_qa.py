@@ -176,5 +176,6 @@ class SpanTask(DownstreamTask):
         else:
             texts = squad.decode_v1(meta, rows["start_logits"], rows["end_logits"], n_best_size=self.n_best_size,
                                     max_answer_length=self.max_answer_length)
-            out = {f"{p}{k}": v for k, v in M.squad_scores(texts, feats.answers).items()}
+            # v1.1 has no unanswerable question: an answer that normalises to nothing ("the") is not one
+            out = {f"{p}{k}": v for k, v in M.squad_scores(texts, feats.answers, v2=False).items()}
         return {k: float(v) for k, v in out.items()}

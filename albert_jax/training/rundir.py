@@ -5,6 +5,7 @@
     <run>/checkpoints/<step>/  orbax steps, digit-named folders (training/checkpoints.py)
     <run>/best/<step>/         the best dev evaluation of a fine-tuning run
     <run>/results.json         what the run reports when it has finished
+    <workdir>/kind.json        which command's run the workdir holds: pretrain, finetune or distill
 
 A fine-tuning workdir holds one such run per seed, `seed-<s>/`, and its own results.json over every seed.
 """
@@ -18,6 +19,8 @@ METRICS = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"
 BEST = "best"
 RESULTS = "results.json"
+KIND = "kind.json"
+RUN_KINDS = ("pretrain", "finetune", "distill")
 _SEED = "seed-"
 
 
@@ -54,3 +57,32 @@ def is_run(path) -> bool:
     """A directory that one run wrote: its config and a checkpoint folder."""
     p = Path(path)
     return (p / CONFIG).is_file() and ((p / CHECKPOINTS).is_dir() or (p / BEST).is_dir())
+
+
+def run_kind(workdir) -> tuple[str | None, str]:
+    """(kind, how it is known) of the run a workdir holds: its kind.json, or for a workdir written before runs
+    recorded their kind, inferred (seed-*/ directories: fine-tuning, distillation with a teacher/ cache beside
+    them; a config.json whose task is pretrain*: pretraining). (None, '') for a new or unrecognised workdir."""
+    import json
+
+    p = Path(workdir)
+    kind_file = p / KIND
+    if kind_file.is_file():
+        try:
+            kind = json.loads(kind_file.read_text(encoding="utf-8")).get("kind")
+        except (ValueError, AttributeError):
+            kind = None
+        if kind in RUN_KINDS:
+            return kind, f"recorded in {kind_file}"
+    if not p.is_dir():
+        return None, ""
+    if seed_dirs(p):
+        return ("distill" if (p / "teacher").is_dir() else "finetune"), f"it has {_SEED}*/ directories"
+    if (p / CONFIG).is_file():
+        try:
+            task = json.loads((p / CONFIG).read_text(encoding="utf-8")).get("task") or {}
+        except (ValueError, AttributeError):
+            task = {}
+        if str(task.get("name", "")).startswith("pretrain"):
+            return "pretrain", f"{p / CONFIG} records task {task['name']}"
+    return None, ""

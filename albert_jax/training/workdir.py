@@ -114,6 +114,28 @@ def lock(workdir: str) -> WorkdirLock:
     return lk
 
 
+# ---------------------------------------------------------------- which command's run
+def claim_kind(workdir: str, kind: str) -> None:
+    """The workdir holds runs of `kind` (pretrain | finetune | distill): a workdir another command wrote is refused
+    in one line, before anything is written; a new one records its kind (kind.json)."""
+    if not workdir or "://" in workdir:
+        return  # a remote path: not inspected here
+    found, how = rundir.run_kind(workdir)
+    if found is not None and found != kind:
+        hint = ""
+        if found == "pretrain" and kind in ("finetune", "distill"):
+            hint = f" (to start from that run, pass init={workdir} and a new --workdir)"
+        raise WorkdirError(f"--workdir {workdir} holds a {found} run ({how}), not a {kind} run: use another "
+                           f"--workdir{hint}")
+    path = os.path.join(workdir, rundir.KIND)
+    if jax.process_index() == 0 and not os.path.isfile(path):
+        os.makedirs(workdir, exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"kind": kind}, f)
+        os.replace(tmp, path)
+
+
 # ---------------------------------------------------------------- comparing a resume with the recorded run
 def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(tree, dict):
@@ -174,7 +196,28 @@ def differences(old: dict, new: dict) -> dict[str, tuple[Any, Any]]:
     b = {k: v for k, v in _flatten(new).items() if k.split(".")[0] not in _NOT_COMPARED}
     a.update({k: _model_default(k) for k in set(b) - set(a)})
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
-            if _comparable(k, a.get(k)) != _comparable(k, b.get(k))}
+            if _comparable(k, a.get(k)) != _comparable(k, b.get(k)) and not _same_path(a.get(k), b.get(k))}
+
+
+def _same_path(old: Any, new: Any) -> bool:
+    """A path a run recorded as typed (relative, before paths were recorded resolved) and the same path resolved:
+    the absolute one ends with the relative one."""
+    if not (isinstance(old, str) and isinstance(new, str) and old and new) or old == new:
+        return False
+    olds, news = old.split(","), new.split(",")
+    if len(olds) != len(news):
+        return False
+    for o, n in zip(olds, news):
+        o, n = o.strip(), n.strip()
+        if o == n:
+            continue
+        rel, full = (o, n) if os.path.isabs(n) and not os.path.isabs(o) else (n, o)
+        if os.path.isabs(rel) or not os.path.isabs(full):
+            return False
+        rel = os.path.normpath(rel)
+        if rel.startswith("..") or not os.path.normpath(full).endswith(os.sep + rel):
+            return False
+    return True
 
 
 def _short(v: Any) -> str:

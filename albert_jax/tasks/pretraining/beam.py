@@ -102,7 +102,10 @@ def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pret
     input_files = expand_inputs(input_files, "pretraining-data")
     tokenizer = load_tokenizer(tokenizer_path)
     builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking, tokenizer)
-    builder.download_and_prepare(download_config=config)
+    from albert_jax.data.builders import tfds_messages_to_stderr
+
+    with tfds_messages_to_stderr():  # stdout is the command's JSON
+        builder.download_and_prepare(download_config=config)
     # TFDS's own path type: the output directory may be a bucket (gs://B/inst) where TFDS writes the records.
     out = epath.Path(output_dir)
     files = [str(p) for p in sorted(epath.Path(builder.data_dir).glob("*-train.array_record-*"))]

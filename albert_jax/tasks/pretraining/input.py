@@ -307,8 +307,14 @@ def corpus_tokenizer(d, texts: dict | None = None):
     with _preparing(root):
         if not Path(f"{prefix}.model").exists():
             texts = texts or corpus_texts(d)
-            tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
-                                         lower=d.lower, seed=d.seed)
+            try:
+                tokenization.train_tokenizer(str(prefix) + ".tmp", files=[texts["train"]], vocab_size=d.vocab_size,
+                                             lower=d.lower, seed=d.seed)
+            except tokenization.CorpusTooSmallError as e:  # the fix is a config field here, not a tokenizer flag
+                raise tokenization.CorpusTooSmallError(
+                    f"data.vocab_size={d.vocab_size}: the corpus {d.corpus} is too small for a tokenizer of that "
+                    f"many pieces (it supports at most {e.supported}); --set data.vocab_size={e.supported} (or "
+                    "fewer), give a tokenizer with data.spm_model, or train on more text") from None
             for ext in (".vocab", ".json", ".model"):  # .model last: its presence means complete
                 os.replace(f"{prefix}.tmp{ext}", f"{prefix}{ext}")
     return tokenization.Tokenizer.load(f"{prefix}.model")

@@ -500,6 +500,7 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
         raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: `albert-jax tokenizer train "
                          f"--kind wordpiece`); {tokenizer.name} is SentencePiece, whose Chinese pieces span several "
                          "characters: use zh_masking=char with it")
+    created = not Path(output_dir).exists()  # a failed create removes the directory it made
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file, zh_masking)
              for i, f in enumerate(input_files)]
@@ -518,6 +519,11 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
             raise ValueError(f"no pretraining instances from {', '.join(input_files)}: the files hold no text")
     except BaseException:
         _remove_shards(Path(output_dir), shards)
+        if created:
+            try:
+                Path(output_dir).rmdir()  # only when empty: nothing of anyone else's goes
+            except OSError:
+                pass
         raise
     summary = dict(config=dataclasses.asdict(cfg), seed=seed, vocab_size=tokenizer.vocab_size, zh_masking=zh_masking,
                    tokenizer=tokenizer.name, record_format=f"albert_jax pretraining record v{_VERSION}",
