@@ -224,3 +224,14 @@ def test_cudnn_attention_is_refused_where_it_cannot_run():
     assert ok.for_platform("gpu").attention_impl == "cudnn"
     assert ok.for_platform("tpu").attention_impl == "xla" and ok.for_platform("cpu").attention_impl == "xla"
     assert preset("albert-base").for_platform("gpu").attention_impl == "xla"  # float32: no cuDNN kernel
+
+
+@accel
+@pytest.mark.parametrize("spec", ["experiments/finetune.py:task=rt_sentiment,scale=smoke",
+                                  "experiments/distill.py:task=rt_sentiment,teacher=nowhere,scale=smoke"])
+def test_finetune_and_distill_configs_are_planned_as_they_train(spec):
+    """What finetune and distill take is planned without reading data (a distillation as its student's step);
+    the FLOP model without an MLM head agrees with the compiled classifier's step."""
+    r = _plan(spec, "tpu:v5e:2x2")
+    assert r.kind == ("distill" if "distill.py" in spec else "finetune") and r.fits
+    assert r.flops["hardware_over_model"] == pytest.approx(1.0, abs=0.02)
