@@ -19,6 +19,7 @@ _CLI_MODULES = (
     "albert_jax.cli.pretrain",
     "albert_jax.cli.finetune",
     "albert_jax.cli.predict",
+    "albert_jax.cli.evaluate",
     "albert_jax.cli.export",
     "albert_jax.cli.convert",
     "albert_jax.cli.experiments",
