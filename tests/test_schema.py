@@ -75,7 +75,8 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     assert workdir.kind_of("experiment.model.remat_policy") == "free"
     assert workdir.kind_of("experiment.model.hidden_size") == "identity"
     assert set(workdir.SCHEDULE) == {f"experiment.train.{k}" for k in ("batch_size", "num_train_steps",
-                                     "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay")}
+                                     "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay",
+                                     "num_epochs", "early_stopping_patience")}
     assert schema.SPEED_ONLY == {"model": ("remat_policy",), "data": ("buckets",)}
     # an added field: a record without it reads its default, and a sweep leaves it out at that default
     assert workdir.ADDED_DEFAULTS["experiment.data.zh_masking"] == "char"

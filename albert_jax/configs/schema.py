@@ -182,7 +182,15 @@ FINETUNE_TOP = {
     # source applied k times
     "num_seeds": _int(1),
 }
-FINETUNE_TRAIN = {**TRAIN_COMMON, "weight_decay": _WEIGHT_DECAY}
+FINETUNE_TRAIN = {
+    **TRAIN_COMMON, "weight_decay": _WEIGHT_DECAY,
+    # A budget in epochs instead of steps, and early stopping on the dev headline metric (docs/finetuning.md,
+    # "Epochs and early stopping"); both added after runs were first recorded, at defaults that keep the old runs.
+    "num_epochs": _float(0.0, note=" (0: train.num_train_steps; > 0 replaces it by ceil(epochs * training rows / "
+                         "batch_size), resolved before training)", default=0.0, role="schedule", added="fingerprint"),
+    "early_stopping_patience": _int(0, note=" (0: off; N: stop after N dev evaluations without a better headline "
+                                    "metric)", default=0, role="schedule", added="fingerprint"),
+}
 FINETUNE_DATA = {
     "max_seq_length": _int(5, 65535, **_ID),
     "tokenizer": _str(default="", **_ID),  # empty: the init source's; a .model file or a directory holding one
