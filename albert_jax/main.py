@@ -23,6 +23,7 @@ _CLI_MODULES = (
     "albert_jax.cli.export",
     "albert_jax.cli.convert",
     "albert_jax.cli.experiments",
+    "albert_jax.cli.config",
     "albert_jax.cli.sweep",
     "albert_jax.cli.table",
     "albert_jax.cli.recipes",
