@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Where fetched corpora, weights and built datasets live (shared across checkouts).
 export ALBERT_JAX_CACHE ?= $(HOME)/.cache/albert_jax
-# transformers 4.57 refuses Keras 3 wherever it would reach for TensorFlow (pipeline(), the Auto classes' framework
-# guess); once `make test` has installed TensorFlow this keeps it on PyTorch. Our TF reader imports TF directly.
+# With TensorFlow installed (`make test`), transformers 4.57 reaches for it in pipeline() and the Auto classes'
+# framework guess, and refuses Keras 3 unless tf-keras is there: $(TF_STAMP) installs tf-keras, so a user's own
+# script loads our exports with no variable set (tests/test_export.py). This only spares make's own processes the
+# seconds of importing TensorFlow through transformers. Our TF reader imports TF directly.
 export USE_TF ?= 0
 TF_STAMP := $(VENV)/.installed-tf
 
@@ -39,8 +41,11 @@ data: install
 
 # TensorFlow (requirements-tf.txt) only for the tests: tests/test_from_tf.py writes and reads real TF1 checkpoints.
 # After `data`, which imports TFDS: it must not see a TensorFlow half-installed (`make -j` in `test` below).
+# tf-keras (Keras 2, pinned in requirements.lock), which transformers needs beside TensorFlow's Keras 3, goes in with
+# --no-deps: it declares `tensorflow`, the 1.9 GB GPU build, which would be installed over tensorflow-cpu's files.
 $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock | data
 	$(PY) -m pip install -q -r requirements-tf.txt -c requirements.lock
+	$(PY) -m pip install -q --no-deps tf-keras -c requirements.lock
 	touch $(TF_STAMP)
 
 # Three pytest workers by default (pytest-xdist), each taking a whole test file at a time so a file's module fixtures

@@ -238,6 +238,23 @@ def test_task_heads_to_hf_match_on_real_text(runs, tmp_path, name, cls, head):
         _close(ours, theirs.logits, f"{name} logits")
 
 
+def test_transformers_pipeline_loads_an_export_without_use_tf(runs, tmp_path):
+    """A user's own script, outside make: `transformers.pipeline(...)` on our export in this venv with no USE_TF
+    set. With TensorFlow installed (`make test` installs it for tests/test_from_tf.py), transformers 4.57 then
+    reaches for Keras and refused Keras 3 until the Makefile installed tf-keras beside it."""
+    pytest.importorskip("transformers")
+    out = tmp_path / "hf"
+    assert _export("--workdir", runs["rt_sentiment"], "--to", "hf", "--out", out) == 0
+    script = ("import json, sys; from transformers import pipeline; "
+              "c = pipeline('text-classification', model=sys.argv[1]); "
+              "print(json.dumps(c(['a gorgeous, witty, seductive movie.'])))")
+    p = subprocess.run([sys.executable, "-c", script, str(out)], env=user_env(drop=("USE_TF", "USE_TORCH")),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (result,) = json.loads(p.stdout.strip().splitlines()[-1])
+    assert result["label"] in ("negative", "positive") and 0.0 <= result["score"] <= 1.0
+
+
 def test_best_seed_chosen_seed_and_step(runs, tmp_path):
     """The best seed by its recorded dev score (ties: the lowest), or --seed; --step picks a checkpoint.
 

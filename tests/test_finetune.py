@@ -335,3 +335,62 @@ def test_init_from_an_hf_token_classifier_without_a_pooler(tmp_path, family):
     ft.adopt_hf_head(task, src, reset_head=False)
     params = ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)
     np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]), model.classifier.weight.detach().numpy().T)
+
+
+def test_num_epochs_resolves_the_steps_before_training_and_records_them(pretrained, tmp_path, capsys):
+    """train.num_epochs=0.5 of 64 training rows at batch 16: ceil(0.5 * 64 / 16) = 2 steps, in place of the
+    scale's num_train_steps, recorded in config.json (the schedule the optimizer decays over) and results.json."""
+    wd = tmp_path / "epochs"
+    out = ft.finetune(config_for("rt_sentiment", pretrained, "train.num_epochs=0.5"), str(wd))
+    assert out["schedule"] == {"num_epochs": 0.5, "train_rows": 64, "batch_size": 16, "num_train_steps": 2}
+    seed = json.loads((wd / "seed-0" / "results.json").read_text())
+    assert seed["schedule"] == out["schedule"]
+    assert seed["stopped"] == {"step": 2, "reason": "num_train_steps", "num_train_steps": 2}
+    assert json.loads((wd / "seed-0" / "config.json").read_text())["experiment"]["train"]["num_train_steps"] == 2
+    steps = [r["step"] for r in map(json.loads, open(wd / "seed-0" / "metrics.jsonl"))]
+    assert max(steps) == 2
+    # `albert-jax evaluate` of one of our sets: its text column and `label` by name, scored as dev was
+    from albert_jax.main import main
+    from albert_jax.tasks.classification import load_records
+
+    rows = load_records("rt_sentiment", "validation", 64)
+    names = ["negative", "positive"]
+    (tmp_path / "dev.tsv").write_text("sentence\tlabel\n" + "".join(
+        f"{r['sentence'].decode().replace(chr(9), ' ')}\t{names[int(r['label'])]}\n" for r in rows))
+    assert main(["evaluate", "--workdir", str(wd), "--input", str(tmp_path / "dev.tsv")]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["accuracy"] == seed["dev"]["accuracy"]
+
+
+def test_early_stopping_stops_after_patience_evaluations_without_improvement(pretrained, tmp_path):
+    """learning_rate=0: the dev metric never improves on the first evaluation (step 1), so with a patience of 2 the
+    run stops at step 3 of 6, checkpointed there, and says so in results.json."""
+    wd = tmp_path / "early"
+    cfg = config_for("rt_sentiment", pretrained, "train.learning_rate=0.0", "train.eval_every=1",
+                     "train.early_stopping_patience=2")
+    out = ft.finetune(cfg, str(wd))
+    (seed,) = out["seeds"]
+    assert seed["stopped"] == {"step": 3, "reason": "early_stopping", "best_step": 1, "patience": 2,
+                               "evaluations_without_improvement": 2}
+    assert seed["best_step"] == 1 and out["schedule"] == {"num_train_steps": 6}
+    evals = [r["step"] for r in map(json.loads, open(wd / "seed-0" / "metrics.jsonl")) if "eval/accuracy" in r]
+    assert evals == [1, 2, 3]
+    assert sorted(os.listdir(wd / "seed-0" / "checkpoints")) == ["3"]
+
+
+def test_a_long_run_at_a_short_cadence_warns_once_naming_the_fields(caplog):
+    """The cadence is in steps, as the scales set it: raising num_train_steps keeps it exactly, and a run that
+    would evaluate more than 50 times (or log more than 2,000) says which field to set, in one line each."""
+    from albert_jax.runs.validate import validate
+
+    c = load_config("experiments/pretrain.py:scale=smoke")  # log every 2 steps, evaluate every 4
+    c.train.num_train_steps = 3000
+    warnings = validate(c, "pretrain")
+    assert [w for w in warnings if "evaluates" in w] == [
+        "train.eval_every=4 evaluates 750 times in train.num_train_steps=3000 steps (each reads the whole dev set): "
+        "set train.eval_every, e.g. 150 for 20 evaluations"]
+    c.train.num_train_steps = 5000
+    assert any(w.startswith("train.log_every=2 logs 2500 times") for w in validate(c, "pretrain"))
+    c = config_for("rt_sentiment", "random", "train.num_epochs=100", "train.early_stopping_patience=9")
+    assert not [w for w in validate(c, "finetune") if "evaluates" in w or "patience" in w]  # steps not known yet
+    c.train.num_epochs = 0.0
+    assert any("train.early_stopping_patience=9 has no effect" in w for w in validate(c, "finetune"))

@@ -64,6 +64,24 @@ def test_a_tsv_task_fine_tunes_with_its_label_names_and_scores_test_once(rt, rt_
     assert task["spec"]["labels"] == NAMES and task["name"] == "task" and task["num_labels"] == 2
 
 
+def test_evaluate_scores_a_labelled_file_as_fine_tuning_scored_dev(rt, rt_run, tmp_path, capsys):
+    """`albert-jax evaluate` on the run's own dev file gives the metrics fine-tuning recorded for its best
+    checkpoint (the same evaluation code); a label the run does not know is named by file:line."""
+    root, _ = rt
+    assert main(["evaluate", "--workdir", str(rt_run), "--input", str(root / "dev.tsv")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    dev = json.loads((rt_run / "seed-0" / "results.json").read_text())["dev"]
+    assert out["step"] == json.loads((rt_run / "seed-0" / "results.json").read_text())["best_step"]
+    assert out["checkpoint"] == "best" and out["headline"] == "accuracy"
+    assert out["metrics"]["accuracy"] == dev["accuracy"] and out["metrics"]["examples"] == 32
+    assert out["metrics"]["loss"] == pytest.approx(dev["loss"], abs=1e-5)
+    lines = (root / "dev.tsv").read_text().splitlines()
+    (tmp_path / "bad.tsv").write_text("\n".join([*lines[:2], lines[2].rsplit("\t", 1)[0] + "\tmeh"]) + "\n")
+    assert main(["evaluate", "--workdir", str(rt_run), "--input", str(tmp_path / "bad.tsv")]) == 2
+    assert "bad.tsv:3: unknown label 'meh' in column 'sentiment'; the task's labels: negative, positive" in \
+        capsys.readouterr().err
+
+
 def test_predict_matches_the_hf_export_and_keeps_the_label_names(rt, rt_run, tmp_path):
     transformers = pytest.importorskip("transformers")
     import torch

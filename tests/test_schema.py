@@ -75,7 +75,8 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     assert workdir.kind_of("experiment.model.remat_policy") == "free"
     assert workdir.kind_of("experiment.model.hidden_size") == "identity"
     assert set(workdir.SCHEDULE) == {f"experiment.train.{k}" for k in ("batch_size", "num_train_steps",
-                                     "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay")}
+                                     "learning_rate", "warmup_steps", "grad_accum_steps", "weight_decay",
+                                     "num_epochs", "early_stopping_patience")}
     assert schema.SPEED_ONLY == {"model": ("remat_policy", "attention_impl"), "data": ("buckets",)}
     # a run recorded before attention_impl existed resumes: the field is speed only
     assert workdir.kind_of("model.attention_impl") != "identity"
@@ -122,3 +123,31 @@ def test_the_validator_checks_against_the_declaration(tmp_path):
     c.data.ngram = 0
     with pytest.raises(ValueError, match=r"data.ngram=0: must be an integer >= 1"):
         validate(c, "pretrain", str(tmp_path / "w"))
+
+
+def test_config_show_lists_every_field_with_its_declaration_value_and_description(capsys):
+    """`albert-jax config show SPEC` prints, per field, what the schema declares (type, default, allowed values,
+    role, a description) beside this config's value."""
+    import json
+
+    from albert_jax.main import main
+
+    assert main(["config", "show", "experiments/finetune.py:task=rt_sentiment", "--set", "train.num_epochs=2",
+                 "--json"]) == 0
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)}
+    declared = {**schema.DESCRIPTIVE, **schema.FINETUNE_TOP,
+                **{f"{s}.{k}": f for s, fields in schema.FINETUNE.items() if s for k, f in fields.items()}}
+    assert set(declared) <= set(rows) and "model.sharing" in rows
+    assert all(r["description"] for r in rows.values())
+    for key, f in declared.items():
+        assert (rows[key]["type"], rows[key]["allowed"], rows[key]["role"]) == (f.kind, f.allowed, f.role), key
+    assert rows["train.num_epochs"]["value"] == 2.0 and rows["train.num_epochs"]["default"] == 0.0
+    assert rows["train.batch_size"]["default"] == "(set by the experiment)" and rows["train.batch_size"]["value"] == 16
+    assert rows["model.sharing"]["allowed"] == "one of all, attention, ffn, none"
+    assert main(["config", "show", "experiments/pretrain.py:scale=smoke"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert ('train.eval_every = 4  [int; default (set by the experiment); an integer >= 1 (steps between '
+            'evaluations); free]  steps between evaluations (pretraining: held-out MLM/SOP/NSP; fine-tuning: dev)'
+            ) in lines
+    assert not any(line.startswith("train.num_epochs") for line in lines)  # a fine-tuning field
+    assert set(schema.DESCRIPTIONS) >= set(schema.FIELDS)  # every declared field has its line

@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import json
 import logging
+import math
 import os
 import statistics
 from pathlib import Path
@@ -412,6 +413,30 @@ def planned_task_and_model(config) -> tuple[Any, AlbertConfig]:
     return with_head(task, config.head, model_cfg.num_hidden_layers), model_cfg
 
 
+def resolve_schedule(config, train_rows: int) -> tuple[Any, dict]:
+    """The config with train.num_train_steps resolved from train.num_epochs (when > 0: ceil(epochs * training rows /
+    batch_size); the rows an epoch of the train iterator walks, a span task's windows), and what was resolved, for
+    results.json. The resolved config is the one the run records in config.json."""
+    t = config.train
+    epochs = float(t.get("num_epochs", 0.0) or 0.0)
+    if not epochs:
+        return config, {"num_train_steps": t.num_train_steps}
+    steps = max(1, math.ceil(epochs * train_rows / t.batch_size))
+    config = copy.deepcopy(config)
+    config.train.num_train_steps = steps
+    log.info("train.num_epochs=%g: %d training rows / batch %d -> train.num_train_steps=%d", epochs, train_rows,
+             t.batch_size, steps)
+    return config, {"num_epochs": epochs, "train_rows": train_rows, "batch_size": t.batch_size,
+                    "num_train_steps": steps}
+
+
+def _stopped(result, num_train_steps: int) -> dict:
+    """Why a finished seed stopped where it did, for results.json."""
+    if result.early_stop:
+        return result.early_stop
+    return {"step": result.step, "reason": "num_train_steps", "num_train_steps": num_train_steps}
+
+
 def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: str = "finetune") -> dict:
     """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
     does: runs/distill.py, kind='distill'), everything else is the same core."""
@@ -433,6 +458,9 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: 
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit,
                         train_examples=schema.data_field(config.data, "train_examples", schema.FINETUNE_DATA))
     data.buckets = bucketing.bucket_lengths(config.data.max_seq_length, config.data.get("buckets", "off"))
+    config, schedule = resolve_schedule(config, len(data.train))
+    if "num_epochs" in schedule:
+        validate.check_schedule(config.train, warn=log.warning)  # now that the steps are known
     base_seed = config.train.seed
     per_seed = []
     for i in range(config.num_seeds):
@@ -468,13 +496,14 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: 
         if jax.process_index() == 0:
             examples.save_examples(os.path.join(wd, examples.BEST_EXAMPLES_FILE), kept)
         record = {"seed": seed, "best_step": best_step, "select": task.headline,
-                  "dev": best_meta.get("eval", {}), "test": test, "final_dev": result.eval}
+                  "dev": best_meta.get("eval", {}), "test": test, "final_dev": result.eval,
+                  "schedule": schedule, "stopped": _stopped(result, config.train.num_train_steps)}
         if jax.process_index() == 0:
             tmp = done.with_suffix(".tmp")
             tmp.write_text(json.dumps(record, indent=1))
             os.replace(tmp, done)
         per_seed.append(record)
-    summary = {"task": task.name, "init": {"kind": src.kind, "path": src.path}, "seeds": per_seed,
+    summary = {"task": task.name, "init": {"kind": src.kind, "path": src.path}, "schedule": schedule, "seeds": per_seed,
                "summary": _summarise(per_seed), "data": data.summary}
     if jax.process_index() == 0:
         with open(os.path.join(workdir, rundir.RESULTS), "w", encoding="utf-8") as f:

@@ -13,12 +13,18 @@ so a prediction equals what evaluation scored. Batches are padded to the shortes
 (data/bucketing.py): exact, and short inputs do not pay for the longest.
 
 `albert-jax predict --workdir RUN --input FILE --output FILE` (cli/predict.py) does the same for a file.
+
+`Predictor.evaluate(records)` scores labelled records with the task's own metrics, through the evaluation the
+fine-tuning loop runs on dev (training/loop.evaluate: the eval step, summed over batches, the task's finalize);
+`labelled_records(path)` reads a labelled file as a task file's dev split is read (tasks/from_files.py).
+`albert-jax evaluate --workdir RUN --input FILE` (cli/evaluate.py) prints those metrics as JSON.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import warnings
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -127,6 +133,57 @@ class Predictor:
                 out.append({"id": str(i), "question": str(x["question"]), "context": str(x["context"]),
                             "answers": [], "is_impossible": False})
         return out
+
+    # ------------------------------------------------------------------------------------------------ scoring
+    def file_spec(self) -> dict:
+        """How a labelled file of this run's task reads (tasks/from_files.py's spec): a task from the user's files
+        keeps its own columns and label names; our sets read their text columns and `label`, holding the names
+        `labels` gives (what predict prints), a tagging file is CoNLL, a span file SQuAD JSON."""
+        spec = getattr(self.task, "spec", None)
+        if spec:
+            return dict(spec)
+        if self.kind == "tagging":
+            return {"kind": "tagging", "labels": list(self.task.tags)}
+        if self.kind == "span":
+            return {"kind": "span"}
+        keys = self.task.text_keys
+        kind = "regression" if self.task.regression else ("pair" if len(keys) == 2 else "classification")
+        return {"kind": kind, "text": keys[0], "pair": keys[-1], "label": self.task.label_key,
+                "labels": self.labels or []}
+
+    def labelled_records(self, path) -> list[dict]:
+        """A labelled file's records in the task's form; a bad row or a label the run does not know is a
+        UserDataError naming file:line."""
+        from albert_jax.tasks import from_files
+
+        path = Path(path)
+        if not path.is_file():
+            raise PredictError(f"--input {path}: no such file")
+        return from_files.read_records(self.file_spec(), path)
+
+    def evaluate(self, records: Sequence[dict]) -> dict[str, float]:
+        """The task's metrics over labelled `records`, named as fine-tuning names its dev metrics (accuracy, f1,
+        ...), computed by the loop's own evaluation."""
+        import copy
+
+        import jax
+
+        from albert_jax.tasks import from_files
+        from albert_jax.tasks.features import EvalSet
+        from albert_jax.training.loop import evaluate
+        from albert_jax.training.step import make_eval_step
+
+        if not records:
+            raise PredictError("no labelled examples to evaluate")
+        task = self.task
+        if self.kind == "span":  # records in SQuAD's form (read_squad's), whatever the task's own source holds
+            task = copy.copy(task)
+            task.adapter = from_files.squad_record
+        split = task.dev_splits[0]  # the first dev split's metrics carry no prefix: eval/<metric> in training
+        feats = task.featurize(list(records), self.run.tokenizer, self.max_len, split, training=False)
+        step = jax.jit(make_eval_step(task, self.model))
+        return evaluate(step, self.params, task, {split: EvalSet(feats, task.seq_keys, self.buckets)},
+                        self.batch_size, None)
 
     # ------------------------------------------------------------------------------------------------ outputs
     def predict(self, inputs: Sequence[Any]) -> list[dict]:

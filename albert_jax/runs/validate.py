@@ -276,9 +276,36 @@ def _check_train(c: _Checker, t) -> None:
         raise ConfigError(f"train.grad_accum_steps={t.grad_accum_steps} does not divide train.batch_size="
                           f"{t.batch_size}: each accumulation step takes batch_size/grad_accum_steps examples; "
                           f"use one of {', '.join(map(str, divisors[:8]))}")
-    if t.warmup_steps > t.num_train_steps:
-        c.warn(f"train.warmup_steps={t.warmup_steps} exceeds train.num_train_steps={t.num_train_steps}: the "
-               "learning rate never reaches train.learning_rate")
+    if not t.get("num_epochs", 0):  # else the steps are known once the data is: the driver checks then
+        check_schedule(t, c.warn)
+
+
+# A run's cadence is set in steps (train.eval_every, train.log_every), as the scales set it: a longer run keeps its
+# scale's cadence exactly, and says so when that is far more often than a learning curve needs. An evaluation reads
+# the whole dev set; a log line is a JSON line (the paper scale's pretraining writes 1,250).
+MAX_EVALUATIONS = 50
+MAX_LOG_LINES = 2000
+
+
+def check_schedule(t, warn) -> None:
+    """Warnings about the train section's steps, each one line naming the fields to set: a warm-up longer than the
+    run, more than MAX_EVALUATIONS evaluations or MAX_LOG_LINES log lines, an early-stopping patience the run ends
+    before."""
+    n = t.num_train_steps
+    if t.warmup_steps > n:
+        warn(f"train.warmup_steps={t.warmup_steps} exceeds train.num_train_steps={n}: the learning rate never "
+             "reaches train.learning_rate")
+    evals, logs = n // t.eval_every, n // t.log_every
+    if evals > MAX_EVALUATIONS:
+        warn(f"train.eval_every={t.eval_every} evaluates {evals} times in train.num_train_steps={n} steps (each "
+             f"reads the whole dev set): set train.eval_every, e.g. {math.ceil(n / 20)} for 20 evaluations")
+    if logs > MAX_LOG_LINES:
+        warn(f"train.log_every={t.log_every} logs {logs} times in train.num_train_steps={n} steps: set "
+             f"train.log_every, e.g. {math.ceil(n / 500)} for 500 lines")
+    patience = t.get("early_stopping_patience", 0)
+    if patience and (patience + 1) * t.eval_every >= n:
+        warn(f"train.early_stopping_patience={patience} has no effect: with train.eval_every={t.eval_every} the "
+             f"run's {n} steps end before {patience} evaluations can follow the first")
 
 
 def _check_mesh(mesh) -> None:

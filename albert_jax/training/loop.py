@@ -62,6 +62,7 @@ class TrainResult:
     best: dict | None
     evaluate: Callable[..., dict]
     abstract_state: Any
+    early_stop: dict | None = None  # train.early_stopping_patience ran out: where and why (see `patience_spent`)
 
     @property
     def stopped(self) -> bool:
@@ -178,6 +179,20 @@ def _resume_best(best_ckpt, start: int) -> dict:
     return {"value": meta.get("best_value", -math.inf), "step": meta.get("step", 0)}
 
 
+def patience_spent(t, best: dict, done: int) -> dict | None:
+    """Early stopping: None, or why the run stops at step `done` (train.early_stopping_patience dev evaluations
+    since the best one, by the run's `select` metric). The evaluations are counted from the steps (they fall on
+    multiples of train.eval_every), so a run resumed from its last checkpoint counts as if it had not stopped."""
+    patience = int(t.get("early_stopping_patience", 0) or 0)
+    if not patience or done >= t.num_train_steps:
+        return None
+    since = done // t.eval_every - best["step"] // t.eval_every
+    if since < patience:
+        return None
+    return {"step": done, "reason": "early_stopping", "best_step": best["step"], "patience": patience,
+            "evaluations_without_improvement": since}
+
+
 def train(run: Run, workdir: str) -> TrainResult:
     """Train `run` in `workdir` (resuming what it holds); returns a TrainResult.
 
@@ -214,13 +229,13 @@ def _train(run: Run, workdir: str) -> TrainResult:
     session = _setup(run, workdir)
     start, state, best = _restore(run, session)
     try:
-        state, last_eval, best, stop_signal = _train_steps(run, workdir, session, start, state, best)
+        state, last_eval, best, stop_signal, early = _train_steps(run, workdir, session, start, state, best)
     finally:
         _finish(session)
     t = run.config.train
     return TrainResult(
         eval=last_eval, step=int(jax.device_get(state.step)), signal=stop_signal,
-        best=best if session.best_ckpt is not None else None, abstract_state=session.abstract_state,
+        best=best if session.best_ckpt is not None else None, abstract_state=session.abstract_state, early_stop=early,
         evaluate=lambda params, sets, keep=None: evaluate(session.eval_step, params, run.task, sets, t.batch_size,
                                                           session.batch_sh, 0, keep=keep))
 
@@ -318,7 +333,8 @@ def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: di
 
 def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: dict):
     """Steps `start`..num_train_steps with logging, evaluation, the best checkpoint and saves; stops early at a
-    signal (after checkpointing). Returns (state, last evaluation, best, the signal that stopped it or None)."""
+    signal or when early stopping's patience is spent (after checkpointing). Returns (state, last evaluation, best,
+    the signal that stopped it or None, `patience_spent`'s record or None)."""
     config, task, model_cfg = run.config, run.task, run.model_cfg
     t = config.train
     checkpointer, batches = s.checkpointer, s.batches
@@ -350,6 +366,8 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
     pending = None  # (step number, metrics, batch length) of the step dispatched last, read one step later
     last_eval: dict[str, float] = {}
+    # A run killed after its early-stopping checkpoint and before its caller finished resumes stopped.
+    early = patience_spent(t, best, start) if s.best_ckpt is not None and start else None
 
     def process(done: int, m, seq: int) -> None:
         m = jax.device_get(m)
@@ -384,7 +402,7 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
                          ", ".join(f"{k} {v}" for k, v in shown.items()), speed)
 
     try:
-        for step in range(start, t.num_train_steps):
+        for step in range(start, start if early else t.num_train_steps):
             batch = next(batches)
             state, new_metrics = s.train_step(state, batch, rng)
             checkpointer.poll()  # a failed background save stops the run here, not several saves later
@@ -415,15 +433,22 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
                     f"{_last_good(last_good, checkpointer.directory)}")
             if do_eval:
                 last_eval, best = _evaluate_at(run, workdir, s, state, done, best, writer, clock, meta_for)
+                if s.best_ckpt is not None:
+                    early = patience_spent(t, best, done)
             # The signal is read after the evaluation, so one that came during it or the best checkpoint's save is
             # seen, and a run stops only from inside this save: the step it names is always saved. One that comes
             # after the check below (during the save itself excepted) stops the run at the next step, saved there.
-            if do_save or stop["signal"]:
+            if do_save or stop["signal"] or early:
                 checkpointer.save(done, state, batches.get_state(), meta_for(done), check_finite=False)
                 last_good = done
                 writer.flush()
                 if stop["signal"]:
                     log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
+                    break
+                if early:
+                    log.warning("early stopping at step %d: %d dev evaluations without a better %s than step %d's "
+                                "(train.early_stopping_patience=%d)", done, early["evaluations_without_improvement"],
+                                run.select, early["best_step"], early["patience"])
                     break
             meter.pause()
     finally:
@@ -431,4 +456,4 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
             signal.signal(sig, handler)
         bar.close()
         writer.close()
-    return state, last_eval, best, stop["signal"]
+    return state, last_eval, best, stop["signal"], early
