@@ -15,12 +15,19 @@ from albert_jax.configs.overrides import ConfigError, field_types, parse_value, 
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
-REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch")
+# What a layer saves for its backward pass (modeling/encoder.py). "auto", the paper scale's, is the cheapest policy
+# under which a scanned model needs no more memory than the same model unrolled with no remat: `remat` below.
+REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "dots_no_ffn_in", "auto")
 DTYPES = ("float32", "bfloat16", "float16")
 # How the attention scores meet the values: "xla" is our own dot + softmax + dot (modeling/layers.py), "cudnn" is
 # cuDNN's fused flash attention (GPU only: bf16/fp16, no attention-probability dropout, head size a multiple of 8
 # up to 128), "auto" takes cuDNN where a run's devices are GPUs and the model qualifies, else xla.
 ATTENTION_IMPLS = ("auto", "xla", "cudnn")
+
+
+# The fields with a closed set of values, and those values (validation and `albert-jax config show` read this).
+FIELD_CHOICES = {"sharing": SHARING_MODES, "hidden_act": ACTIVATIONS, "remat_policy": REMAT_POLICIES, "dtype": DTYPES,
+                 "param_dtype": DTYPES, "attention_impl": ATTENTION_IMPLS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +85,7 @@ class AlbertConfig:
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
                               f"{self.num_attention_heads}: H must be a multiple of A")
-        choices = (("sharing", SHARING_MODES), ("hidden_act", ACTIVATIONS), ("remat_policy", REMAT_POLICIES),
-                   ("dtype", DTYPES), ("param_dtype", DTYPES), ("attention_impl", ATTENTION_IMPLS))
-        for name, allowed in choices:
+        for name, allowed in FIELD_CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: allowed values are {', '.join(allowed)}")
         if self.num_hidden_layers % self.num_hidden_groups:
@@ -109,6 +114,18 @@ class AlbertConfig:
         if len(ids) != self.num_hidden_layers:
             raise ConfigError(f"sharing_map={self.sharing_map!r} lists {len(ids)} layers; num_hidden_layers="
                               f"{self.num_hidden_layers} needs one set id per layer")
+
+    @property
+    def remat(self) -> str:
+        """remat_policy with 'auto' made concrete. Measured with `albert-jax plan` on TPU v3, 8 sequences of 512 per
+        core (batch 4096 on 512 cores), GiB per core (docs/accelerators.md, "The scan's memory"):
+          albert-base:    scanned 3.85, unrolled 2.80; scanned dots_no_batch 2.34 (+3.3% FLOPs)
+          albert-large:   scanned 9.49, unrolled 6.62; scanned dots_no_batch 5.02 (+2.6%)
+          albert-xxlarge: scanned 21.76 (does not fit), unrolled 14.54; scanned dots_no_batch 15.44 (+0.7%), still
+                          above unrolled; dots_no_ffn_in 13.13 (+11.6%: the FFN's [B, L, I] expansion recomputed)."""
+        if self.remat_policy != "auto":
+            return self.remat_policy
+        return "dots_no_ffn_in" if self.intermediate_size >= 16384 else "dots_no_batch"
 
     def cudnn_attention_blocker(self) -> str:
         """Why cuDNN's fused attention cannot run this model ('' when it can)."""

@@ -4,8 +4,9 @@ docs/benchmarks/plan/ (a rerun skips the rows already there), then rendered.
     .venv-accel/bin/python benchmarks/plan_tables.py run [GROUP...]   # compile (minutes per row on 2 cores)
     .venv-accel/bin/python benchmarks/plan_tables.py render           # the markdown tables from the saved rows
 
-Groups: scan (scanned against unrolled and each remat policy at the paper's batch), table2 (Table 2's rows on
-TPU v3 at the paper's batch 4096, 512 cores), chips (presets on every other chip at batch 4096).
+Groups: scan (Table 2's six models on TPU v3 at the paper's batch, 4096 on 512 cores: scanned and unrolled without
+remat, and the paper scale's default; more remat policies for three of them; albert-base on v5e), chips (three
+presets on every other chip at batch 4096). The Table 2 prediction reads the scan group's default rows.
 """
 from __future__ import annotations
 
@@ -18,9 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "benchmarks" / "plan"
 PAPER = "experiments/pretrain.py:scale=paper,preset={}"
 V3 = "tpu:v3:16x16"  # 512 cores (256 chips): the paper's largest slice; batch 4096 is 8 sequences per core
-# (scan_layers, remat_policy): the paper scale's default (dots_no_batch, scanned) beside no remat and full remat
-SCAN_SETTINGS = (("true", "none"), ("false", "none"), ("true", "dots_no_batch"), ("false", "dots_no_batch"),
-                 ("true", "full"))
 TABLE2 = ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge")
 PAPER_SPEEDUP = {"bert-base": 4.7, "bert-large": 1.0, "albert-base": 5.6, "albert-large": 1.7, "albert-xlarge": 0.6,
                  "albert-xxlarge": 0.3}
@@ -30,22 +28,34 @@ CHIP_TARGETS = {"v4": ("tpu:v4:4x4x8", []), "v5e": ("tpu:v5e:16x16", []), "v5p":
                 "h200": ("gpu:h200x8", ["train.grad_accum_steps=32"])}
 
 
+def auto_remat(preset_name: str) -> str:
+    """The policy the paper scale's remat_policy='auto' takes for a preset (AlbertConfig.remat)."""
+    from albert_jax.config import preset
+    return preset(preset_name, remat_policy="auto").remat
+
+
+# Besides each preset's scanned and unrolled programs without remat and its paper default (scanned, 'auto'):
+EXTRA = {"albert-base": (("true", "dots"), ("false", "dots_no_batch"), ("true", "dots_no_ffn_in"), ("true", "full")),
+         "albert-large": (("false", "dots_no_batch"), ("true", "full")),
+         "albert-xxlarge": (("true", "dots_no_batch"), ("false", "dots_no_batch"), ("true", "full"))}
+
+
+def _scan_row(preset_name: str, target: str, chip: str, scan: str, remat: str):
+    return (f"scan-{preset_name}-{chip}-scan_{scan}-remat_{remat}", preset_name, target,
+            [f"model.scan_layers={scan}", f"model.remat_policy={remat}"])
+
+
 def rows(group: str):
     if group == "scan":
-        for preset in ("albert-base", "albert-large", "albert-xxlarge"):
-            for scan, remat in SCAN_SETTINGS + ((("true", "dots"),) if preset == "albert-base" else ()):
-                yield (f"scan-{preset}-v3-scan_{scan}-remat_{remat}", preset, V3,
-                       [f"model.scan_layers={scan}", f"model.remat_policy={remat}"])
-        for scan, remat in SCAN_SETTINGS[:3]:
-            yield (f"scan-albert-base-v5e-scan_{scan}-remat_{remat}", "albert-base", "tpu:v5e:16x16",
-                   [f"model.scan_layers={scan}", f"model.remat_policy={remat}"])
-    elif group == "table2":
-        for preset in TABLE2:
-            yield f"table2-{preset}-v3", preset, V3, []
+        for name in TABLE2:
+            for scan, remat in (("true", "none"), ("false", "none"), ("true", auto_remat(name))) + EXTRA.get(name, ()):
+                yield _scan_row(name, V3, "v3", scan, remat)
+        for scan, remat in (("true", "none"), ("false", "none"), ("true", auto_remat("albert-base"))):
+            yield _scan_row("albert-base", "tpu:v5e:16x16", "v5e", scan, remat)
     elif group == "chips":
-        for preset in ("bert-large", "albert-base", "albert-xxlarge"):
+        for name in ("bert-large", "albert-base", "albert-xxlarge"):
             for chip, (target, sets) in CHIP_TARGETS.items():
-                yield f"chips-{preset}-{chip}", preset, target, sets
+                yield f"chips-{name}-{chip}", name, target, sets
 
 
 def run(groups) -> None:
@@ -85,38 +95,43 @@ def _cells(d: dict | None) -> str:
 
 
 def render() -> str:
-    out = ["### Scanned against unrolled, and each remat policy (batch 4096, sequence 512, float32)", "",
+    out = ["### Scanned against unrolled, and each remat policy (batch 4096 on 512 cores: 8 per core, sequence 512, "
+           "float32)", "", "The paper scale's default is `auto` (the policy in bold).", "",
            "| model | target | layers | remat | GiB/device | temporaries GiB | fits | step s (roofline) | days for "
-           "125k steps | compile s |", "|---|---|---|---|---:|---:|---|---:|---:|---:|"]
-    for slug, preset, target, sets in rows("scan"):
+           "125k steps | compile s | FLOPs / model |", "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    for slug, name, target, sets in rows("scan"):
         scan = "scanned" if "scan_layers=true" in sets[0] else "unrolled"
         remat = sets[1].split("=")[1]
-        out.append(f"| {preset} | {target} | {scan} | {remat} | {_cells(_load(slug))} |")
-    out += ["", "### Table 2 on TPU v3 (512 cores, batch 4096 = 8 per core; the paper scale's default: scanned, remat dots_no_batch)", "",
+        d = _load(slug)
+        shown = f"**{remat}**" if scan == "scanned" and remat == auto_remat(name) else remat
+        ratio = f"{d['flops']['hardware_over_model']:.3f}" if d and d.get("flops") else "-"
+        out.append(f"| {name} | {target} | {scan} | {shown} | {_cells(d)} | {ratio} |")
+    out += ["", "### Table 2 on TPU v3 (512 cores, batch 4096 = 8 per core; the paper scale's default: scanned, "
+            "remat auto)", "",
             "| model | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | compile s | "
             "predicted speedup | paper |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
-    ref = _load("table2-bert-large-v3")
-    for slug, preset, _, _ in rows("table2"):
-        d = _load(slug)
+    default = {name: _load(f"scan-{name}-v3-scan_true-remat_{auto_remat(name)}") for name in TABLE2}
+    ref = default["bert-large"]
+    for name in TABLE2:
+        d = default[name]
         speed = "-"
         if d and ref and d.get("roofline") and ref.get("roofline"):
             speed = f"{ref['roofline']['step_seconds'] / d['roofline']['step_seconds']:.2f}x"
-        out.append(f"| {preset} | {_cells(d)} | {speed} | {PAPER_SPEEDUP[preset]}x |")
-    out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32; scanned, remat dots_no_batch)", "",
+        out.append(f"| {name} | {_cells(d)} | {speed} | {PAPER_SPEEDUP[name]}x |")
+    out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32; scanned, remat auto)", "",
             "| model | target | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | "
             "compile s |", "|---|---|---:|---:|---|---:|---:|---:|"]
-    v3 = {p: _load(f"table2-{p}-v3") for p in TABLE2}
-    for preset in ("bert-large", "albert-base", "albert-xxlarge"):
-        out.append(f"| {preset} | {V3} | {_cells(v3[preset])} |")
+    for name in ("bert-large", "albert-base", "albert-xxlarge"):
+        out.append(f"| {name} | {V3} | {_cells(default[name])} |")
         for chip, (target, sets) in CHIP_TARGETS.items():
             label = target + (" (32 micro-batches of 16 per GPU)" if sets else "")
-            out.append(f"| {preset} | {label} | {_cells(_load(f'chips-{preset}-{chip}'))} |")
+            out.append(f"| {name} | {label} | {_cells(_load(f'chips-{name}-{chip}'))} |")
     return "\n".join(out)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["run"]:
-        run(sys.argv[2:] or ("scan", "table2", "chips"))
+        run(sys.argv[2:] or ("scan", "chips"))
     elif sys.argv[1:2] == ["render"]:
         print(render())
     else:

@@ -8,14 +8,13 @@ import json
 
 
 def _model_rows(section) -> list[dict]:
-    from albert_jax import config as C
+    from albert_jax.config import FIELD_CHOICES as choices
+    from albert_jax.config import AlbertConfig
     from albert_jax.configs import overrides, schema
 
-    choices = {"sharing": C.SHARING_MODES, "hidden_act": C.ACTIVATIONS, "remat_policy": C.REMAT_POLICIES,
-               "dtype": C.DTYPES, "param_dtype": C.DTYPES}
-    types = overrides.field_types(C.AlbertConfig)
+    types = overrides.field_types(AlbertConfig)
     rows = []
-    for f in dataclasses.fields(C.AlbertConfig):
+    for f in dataclasses.fields(AlbertConfig):
         if f.name not in section:  # fine-tuning from a source: the architecture is the source's
             continue
         kinds, nullable = types[f.name]

@@ -21,11 +21,6 @@ SMOKE_DOCS = {"albert_pretrain_en": 100, "albert_pretrain_zh": 400}
 SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
                    intermediate_size=256, max_position_embeddings=128)
 
-# The paper scale runs each scanned layer under remat "dots_no_batch" (save the weight matmuls' outputs, recompute
-# the attention scores and the elementwise work in the backward pass): a scanned albert-base then needs less memory
-# than the same model unrolled with no remat (TPU v3, 8 sequences of 512 per core: 2.34 against 2.80 GiB per core,
-# scanned with no remat 3.85) for 3.3% more FLOPs. Without remat the loop stacks, per layer, bf16 copies of the
-# float32 attention probabilities and FFN activations beside the float32 ones, which an unrolled program converts
-# inside the backward matmuls instead (docs/accelerators.md, "The scan's memory"). Speed and memory only: the same
-# numbers come out.
-PAPER_REMAT = "dots_no_batch"
+# The paper scale's remat policy: "auto" (AlbertConfig.remat), under which a scanned model needs no more memory
+# than the same model unrolled with no remat. Speed and memory only: the same numbers come out.
+PAPER_REMAT = "auto"

@@ -23,11 +23,22 @@ from albert_jax.modeling import layers as L
 from albert_jax.modeling import layout
 from albert_jax.modeling.params import Params, attention_spec, dense_spec, ffn_spec, freeze_spec
 
+def _dots_but_ffn_in(cfg):
+    """The weight matmuls' outputs (dots_no_batch) except the FFN's expansion, the widest of them ([B, L, I]): the
+    backward recomputes it and the activation (2HI FLOPs per token forward, a ninth of a layer's matmuls at I=4H)."""
+    def policy(prim, *avals, **params):
+        if not jax.checkpoint_policies.dots_with_no_batch_dims_saveable(prim, *avals, **params):
+            return False
+        return tuple(getattr(avals[1], "shape", ())) != (cfg.hidden_size, cfg.intermediate_size)
+    return policy
+
+
 # What each of config.REMAT_POLICIES saves for the backward pass ("none" is no remat at all).
 _SAVED = {
-    "full": None,  # save nothing: recompute the whole layer in the backward pass
-    "dots": jax.checkpoint_policies.dots_saveable,
-    "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "full": lambda cfg: None,  # save nothing: recompute the whole layer in the backward pass
+    "dots": lambda cfg: jax.checkpoint_policies.dots_saveable,
+    "dots_no_batch": lambda cfg: jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "dots_no_ffn_in": _dots_but_ffn_in,
 }
 
 
@@ -104,9 +115,9 @@ class Encoder(nn.Module):
                      if layer_spec else {})
 
         step = LayerStep
-        if cfg.remat_policy != "none":
+        if cfg.remat != "none":
             # prevent_cse only matters outside scan, where XLA could otherwise merge the recomputation away.
-            step = nn.remat(step, policy=_SAVED[cfg.remat_policy], prevent_cse=not cfg.scan_layers)
+            step = nn.remat(step, policy=_SAVED[cfg.remat](cfg), prevent_cse=not cfg.scan_layers)
         # Layer i's index into the shared sets; unused (layer numbers) when the shared tree has no stack axis.
         set_index = layout.shared_index(cfg) or tuple(range(cfg.num_hidden_layers))
         if cfg.scan_layers:
