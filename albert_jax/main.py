@@ -45,13 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"albert-jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _CLI_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:  # that area is not built yet; its commands are simply absent
-                continue
-            raise
-        module.add_cli(sub)
+        importlib.import_module(name).add_cli(sub)
     return parser
 
 

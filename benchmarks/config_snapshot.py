@@ -13,7 +13,7 @@ import sys
 from albert_jax.ablations import registry as R
 from albert_jax.ablations import sweep as S
 from albert_jax.training import workdir as W
-from albert_jax.training.loop import jsonable
+from albert_jax.configs.loader import jsonable
 
 # The fine-tuning stages' fingerprints hold their source's real path: one fixed path (nothing is written there) makes
 # them comparable between two checkouts.

@@ -99,7 +99,7 @@ def fingerprint(stage: Stage) -> str:
     """A hash of everything that makes the stage's result what it is: its resolved config, less the spelling of
     the command (`arg`), the number of fine-tuning seeds (a source is used when it holds every seed this stage
     asks for) and the settings that change only speed (remat, length bucketing: both exact)."""
-    from albert_jax.training.loop import jsonable
+    from albert_jax.configs.loader import jsonable
 
     c = jsonable(stage.config())
     for key in ("arg", "num_seeds"):

@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 
 from albert_jax.configs.overrides import apply_override, apply_overrides  # noqa: F401  (the one parser)
+
+
+def jsonable(config) -> dict:
+    """A config as plain JSON values (what config.json records, and what a sweep fingerprints)."""
+    return json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else dict(config)
 
 
 def experiments_dir() -> Path:

@@ -19,35 +19,29 @@ train section of the experiment config, and optionally the initial parameters.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import logging
 import math
 import os
 import signal
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 import jax
+import ml_collections
 import numpy as np
 
 from albert_jax import sharding as shd
+from albert_jax.config import AlbertConfig
+from albert_jax.configs.loader import jsonable
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import examples, program, rundir
 from albert_jax.training import metrics as mx
-from albert_jax.training import state as st
+from albert_jax.training import state as train_state
 from albert_jax.training import workdir as wdir
+from albert_jax.tasks.base import Task
+from albert_jax.training.progress import NonFiniteLossError, Progress
 
 log = logging.getLogger("albert_jax.train")
-
-
-class NonFiniteLossError(RuntimeError, ValueError):
-    """The loss, gradient or state went NaN/inf. A ValueError too, so the CLI prints it as one line: the message
-    is the whole story (the step, and which checkpoint a rerun would resume from)."""
-
-
-# Callbacks for "step N is complete": its metrics written and its checkpoint saves committed. Only tests install
-# them (tests/fault_main.py kills the process there to test resuming); with none installed the loop never waits.
-AFTER_STEP: dict[int, list[Callable[[int], None]]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,19 +63,25 @@ class TrainResult:
         return self.signal is not None
 
 
+class RunData(Protocol):
+    """What the loop needs of a run's data (tasks/pretraining/input.py, tasks/features.py TaskData)."""
+    summary: dict  # recorded in config.json
+    eval_sets: dict  # name -> fn(batch_size, sharding) -> batches, scored by the task
+
+    def train_iterator(self, batch_size: int, sharding, seed: int) -> Iterator[dict]:
+        """Batches forever, with get_state()/set_state() for the checkpoint (its `tokenizer`, when it has one, is
+        copied into the workdir)."""
+
+
 @dataclasses.dataclass
 class Run:
-    task: Any  # tasks.base.Task
-    data: Any  # .train_iterator(batch, sharding, seed), .eval_sets {name: fn(batch, sharding)}, .summary, .tokenizer
-    model_cfg: Any  # AlbertConfig
-    config: Any  # the experiment ConfigDict (config.train, config.mesh, config.distributed are read here)
+    task: Task
+    data: RunData
+    model_cfg: AlbertConfig
+    config: ml_collections.ConfigDict  # the experiment config: config.train and config.mesh are read here
     init_params: Callable[[], Any] | None = None  # host parameters to start from when the workdir has none
     select: str | None = None  # keep the checkpoint with the best eval/<select> in workdir/best
     extra_meta: dict = dataclasses.field(default_factory=dict)
-
-
-def jsonable(config) -> dict:
-    return json.loads(config.to_json_best_effort()) if hasattr(config, "to_json_best_effort") else dict(config)
 
 
 def check_resume(config, workdir: str) -> None:
@@ -142,14 +142,6 @@ def evaluate(eval_step, params, task, eval_sets: dict, batch_size: int, sharding
     return out
 
 
-def _row_from(task, m: dict) -> dict[str, float]:
-    row = {"loss": float(m["loss"]), "grad_norm": float(m["grad_norm"]), "param_norm": float(m["param_norm"])}
-    for name, (s, c) in task.ratios.items():
-        if s in m and c in m:
-            row[name] = float(m[s]) / max(float(m[c]), 1e-12)
-    return row
-
-
 def _last_good(step: int | None, directory: str) -> str:
     """The end of a non-finite error: which checkpoint a rerun would resume from (true at the moment it is said:
     only steps this run restored or saved after checking them count)."""
@@ -198,10 +190,6 @@ def train(run: Run, workdir: str) -> TrainResult:
 
     Refused (WorkdirError, before anything is written) when another run holds the workdir or the workdir records
     another model/data, or a changed schedule without train.allow_changed_schedule=true."""
-    keep = run.config.train.keep_checkpoints
-    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
-        raise ValueError(f"train.keep_checkpoints={keep!r}: a run must keep at least 1 checkpoint (0 would delete "
-                         "every checkpoint it writes, the last one included)")
     os.makedirs(workdir, exist_ok=True)
     with wdir.lock(workdir):
         return _train(run, workdir)
@@ -283,9 +271,10 @@ def _restore(run: Run, s: _Session):
     if restored is None:
         start = 0
         if run.init_params is not None:
-            state = st.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings)
+            state = train_state.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings)
         else:
-            state = st.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed), s.shardings)
+            state = train_state.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed),
+                                           s.shardings)
     else:
         start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
         log.info("resumed from step %d", start)
@@ -304,7 +293,7 @@ def _finish(s: _Session) -> None:
             s.best_ckpt.close()
 
 
-def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: dict, writer, clock, meta_for):
+def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: dict, writer, clock):
     """Step `done`'s evaluation, written to the metrics (the final one also keeps its examples); for a run with
     `select`, the best dev checkpoint so far, saved when this evaluation beats it. Returns (evaluation, best)."""
     t = run.config.train
@@ -323,7 +312,7 @@ def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: di
     if best["step"] == 0 or score > best["value"]:
         best = {"value": score, "step": done}
         s.best_ckpt.save(done, state, s.batches.get_state(),
-                         meta_for(done, best_metric=run.select, best_value=score, eval=last_eval),
+                         _meta(run, done, best_metric=run.select, best_value=score, eval=last_eval),
                          check_finite=False)  # the caller checked the state
         # Synchronous: once the step's regular checkpoint exists, the best up to it is on disk, so a run killed at
         # any moment resumes with the same best.
@@ -331,129 +320,98 @@ def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: di
     return last_eval, best
 
 
+class _Signals:
+    """SIGTERM and SIGINT noted, not acted on, while the steps run: the loop checkpoints the step it is at, then
+    stops (`signal` is the one that came, or None). The previous handlers come back on exit."""
+
+    def __enter__(self):
+        self.signal = None
+        self._old = {sig: signal.signal(sig, self._note) for sig in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def _note(self, signum, _frame):
+        self.signal = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
 def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: dict):
     """Steps `start`..num_train_steps with logging, evaluation, the best checkpoint and saves; stops early at a
     signal or when early stopping's patience is spent (after checkpointing). Returns (state, last evaluation, best,
     the signal that stopped it or None, `patience_spent`'s record or None)."""
-    config, task, model_cfg = run.config, run.task, run.model_cfg
-    t = config.train
-    checkpointer, batches = s.checkpointer, s.batches
-    last_good = start if start else None  # the newest checked checkpoint on disk
-    metrics_path = os.path.join(workdir, rundir.METRICS)
-    kept = _truncate_metrics(metrics_path, start) if jax.process_index() == 0 else []
-    clock = mx.RunClock.resumed_from(kept)
-    writer = mx.MetricWriter(workdir)
-
-    def meta_for(step_done: int, **extra) -> dict:
-        return {"step": step_done, "config": jsonable(config), "model": model_cfg.to_dict(),
-                "task": task.describe(), "versions": {"jax": jax.__version__}, **extra}
-
-    stop = {"signal": None}
-
-    def on_signal(signum, _frame):
-        stop["signal"] = signum  # checkpoint at the next step boundary, then exit
-
-    old_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    @functools.lru_cache(maxsize=None)
-    def flops_at(seq: int) -> float:  # per token; the attention term grows with the (bucketed) length
-        return model_cfg.flops_per_token(seq, **task.flop_options())
-    seen_lengths: set[int] = set()
-    peak = mx.peak_flops_per_device(override=t.peak_flops or None)
-    meter = mx.ThroughputMeter()
-    bar = mx.progress_bar(t.num_train_steps, initial=start, desc=f"{task.name} seed {t.seed}")
-    # Without a terminal (nohup, a batch scheduler, `> log`) the bar is off: a plain line per log_every instead.
-    plain_lines = bar.disable and jax.process_index() == 0
+    t = run.config.train
+    last_good = [start if start else None]  # the newest checked checkpoint on disk
+    kept = _truncate_metrics(os.path.join(workdir, rundir.METRICS), start) if jax.process_index() == 0 else []
+    clock, writer = mx.RunClock.resumed_from(kept), mx.MetricWriter(workdir)
+    progress = Progress(run, s.schedule, writer, clock, start,
+                        lambda: _last_good(last_good[0], s.checkpointer.directory))
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
     pending = None  # (step number, metrics, batch length) of the step dispatched last, read one step later
     last_eval: dict[str, float] = {}
     # A run killed after its early-stopping checkpoint and before its caller finished resumes stopped.
     early = patience_spent(t, best, start) if s.best_ckpt is not None and start else None
-
-    def process(done: int, m, seq: int) -> None:
-        m = jax.device_get(m)
-        tokens = t.batch_size * seq  # as computed: a bucketed batch is cut to `seq` (data/bucketing.py)
-        real = float(m["real_tokens"]) if "real_tokens" in m else None
-        meter.step(tokens, t.batch_size, tokens * flops_at(seq), real_tokens=real, new_program=seq not in seen_lengths)
-        seen_lengths.add(seq)
-        bar.update(1)
-        if not (math.isfinite(float(m["loss"])) and math.isfinite(float(m["grad_norm"]))):
-            raise NonFiniteLossError(
-                f"non-finite loss or gradient at step {done} (loss={float(m['loss'])}, grad_norm="
-                f"{float(m['grad_norm'])}); {_last_good(last_good, checkpointer.directory)}")
-        if done % t.log_every == 0 or done == t.num_train_steps:
-            row = _row_from(task, m)
-            row["learning_rate"] = float(s.schedule(done - 1))  # the rate this step's update used
-            row.update(clock.elapsed())
-            rates = meter.rates()
-            if rates:
-                row.update(rates)
-                per_device = rates.pop("flops_per_second") / jax.device_count()
-                row["tflops_per_device"] = per_device / 1e12
-                if peak:
-                    row["mfu"] = per_device / peak
-            writer.write(done, row)
-            shown = {"loss": f"{row['loss']:.3f}"}
-            if task.headline in row:
-                shown[task.headline] = f"{row[task.headline]:.3f}"
-            bar.set_postfix(**shown)
-            if plain_lines:
-                speed = f", {row['tokens_per_second']:.0f} tokens/s" if "tokens_per_second" in row else ""
-                log.info("%s seed %d: step %d/%d, %s%s", task.name, t.seed, done, t.num_train_steps,
-                         ", ".join(f"{k} {v}" for k, v in shown.items()), speed)
-
-    try:
-        for step in range(start, start if early else t.num_train_steps):
-            batch = next(batches)
-            state, new_metrics = s.train_step(state, batch, rng)
-            checkpointer.poll()  # a failed background save stops the run here, not several saves later
-            if pending is not None:
-                process(*pending)  # step t-1's metrics, read while step t runs
-            done = step + 1
-            pending = (done, new_metrics, int(batch["input_ids"].shape[-1]))
-            if done in AFTER_STEP:
-                process(*pending)
+    with _Signals() as stop:
+        try:
+            for step in range(start, start if early else t.num_train_steps):
+                batch = next(s.batches)
+                state, new_metrics = s.train_step(state, batch, rng)
+                s.checkpointer.poll()  # a failed background save stops the run here, not several saves later
+                if pending is not None:
+                    progress.step(*pending)  # step t-1's metrics, read while step t runs
+                done = step + 1
+                pending = (done, new_metrics, int(batch["input_ids"].shape[-1]))
+                do_eval = done % t.eval_every == 0 or done == t.num_train_steps
+                do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps
+                if not (do_eval or do_save or stop.signal):
+                    continue
+                progress.step(*pending)
                 pending = None
-                checkpointer.wait()
-                for callback in AFTER_STEP[done]:
-                    callback(done)
-            do_eval = done % t.eval_every == 0 or done == t.num_train_steps
-            do_save = done % t.checkpoint_every == 0 or done == t.num_train_steps
-            if not (do_eval or do_save or stop["signal"]):
-                continue
-            # `state` is exactly step `done` here: check it is finite before evaluating or saving it. The loss
-            # and gradient can be finite while the update already made the parameters NaN: check the state.
-            if pending is not None:
-                process(*pending)
-            pending = None
-            bad = ckpt.nonfinite_leaves(state)
-            if bad:
-                raise NonFiniteLossError(
-                    f"non-finite values in the train state at step {done} ({ckpt.describe_leaves(bad)}) although "
-                    f"the loss and gradient were finite; it was not saved; "
-                    f"{_last_good(last_good, checkpointer.directory)}")
-            if do_eval:
-                last_eval, best = _evaluate_at(run, workdir, s, state, done, best, writer, clock, meta_for)
-                if s.best_ckpt is not None:
-                    early = patience_spent(t, best, done)
-            # The signal is read after the evaluation, so one that came during it or the best checkpoint's save is
-            # seen, and a run stops only from inside this save: the step it names is always saved. One that comes
-            # after the check below (during the save itself excepted) stops the run at the next step, saved there.
-            if do_save or stop["signal"] or early:
-                checkpointer.save(done, state, batches.get_state(), meta_for(done), check_finite=False)
-                last_good = done
-                writer.flush()
-                if stop["signal"]:
-                    log.warning("signal %d: checkpointed step %d, stopping", stop["signal"], done)
-                    break
-                if early:
-                    log.warning("early stopping at step %d: %d dev evaluations without a better %s than step %d's "
-                                "(train.early_stopping_patience=%d)", done, early["evaluations_without_improvement"],
-                                run.select, early["best_step"], early["patience"])
-                    break
-            meter.pause()
-    finally:
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        bar.close()
-        writer.close()
-    return state, last_eval, best, stop["signal"], early
+                _check_state(state, done, progress.last_good())
+                if do_eval:
+                    last_eval, best = _evaluate_at(run, workdir, s, state, done, best, writer, clock)
+                    if s.best_ckpt is not None:
+                        early = patience_spent(t, best, done)
+                # The signal is read after the evaluation, so one that came during it or the best checkpoint's save
+                # is seen, and a run stops only from inside this save: the step it names is always saved. One that
+                # comes after the check below (during the save itself excepted) stops the run at the next step.
+                if do_save or stop.signal or early:
+                    s.checkpointer.save(done, state, s.batches.get_state(), _meta(run, done), check_finite=False)
+                    last_good[0] = done
+                    writer.flush()
+                    if _stopping(run, stop.signal, early, done):
+                        break
+                progress.meter.pause()
+        finally:
+            progress.close()
+            writer.close()
+    return state, last_eval, best, stop.signal, early
+
+
+def _meta(run: Run, step_done: int, **extra) -> dict:
+    """What a checkpoint records beside the state."""
+    return {"step": step_done, "config": jsonable(run.config), "model": run.model_cfg.to_dict(),
+            "task": run.task.describe(), "versions": {"jax": jax.__version__}, **extra}
+
+
+def _check_state(state, done: int, last_good: str) -> None:
+    """`state` is exactly step `done`: finite before it is evaluated or saved. The loss and gradient can be finite
+    while the update already made the parameters NaN."""
+    bad = ckpt.nonfinite_leaves(state)
+    if bad:
+        raise NonFiniteLossError(f"non-finite values in the train state at step {done} ({ckpt.describe_leaves(bad)}) "
+                                 f"although the loss and gradient were finite; it was not saved; {last_good}")
+
+
+def _stopping(run: Run, signum, early, done: int) -> bool:
+    """Whether the run stops after the save of step `done`, said in one line: a signal, or early stopping."""
+    if signum:
+        log.warning("signal %d: checkpointed step %d, stopping", signum, done)
+        return True
+    if early:
+        log.warning("early stopping at step %d: %d dev evaluations without a better %s than step %d's "
+                    "(train.early_stopping_patience=%d)", done, early["evaluations_without_improvement"],
+                    run.select, early["best_step"], early["patience"])
+        return True
+    return False
