@@ -15,9 +15,8 @@ from albert_jax.configs.overrides import ConfigError, field_types, parse_value, 
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
-# What a layer saves for its backward pass (modeling/encoder.py). "auto", the paper scale's, is the cheapest policy
-# under which a scanned model needs no more memory than the same model unrolled with no remat: `remat` below.
-REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "dots_no_ffn_in", "auto")
+# What a layer saves for its backward pass (modeling/encoder.py); "none" is no remat.
+REMAT_POLICIES = ("none", "full", "dots", "dots_no_batch", "dots_no_ffn_in")
 DTYPES = ("float32", "bfloat16", "float16")
 # How the attention scores meet the values: "xla" is our own dot + softmax + dot (modeling/layers.py), "cudnn" is
 # cuDNN's fused flash attention (GPU only: bf16/fp16, no attention-probability dropout, head size a multiple of 8
@@ -114,18 +113,6 @@ class AlbertConfig:
         if len(ids) != self.num_hidden_layers:
             raise ConfigError(f"sharing_map={self.sharing_map!r} lists {len(ids)} layers; num_hidden_layers="
                               f"{self.num_hidden_layers} needs one set id per layer")
-
-    @property
-    def remat(self) -> str:
-        """remat_policy with 'auto' made concrete. Measured with `albert-jax plan` on TPU v3, 8 sequences of 512 per
-        core (batch 4096 on 512 cores), GiB per core (docs/accelerators.md, "The scan's memory"):
-          albert-base:    scanned 3.85, unrolled 2.80; scanned dots_no_batch 2.34 (+3.3% FLOPs)
-          albert-large:   scanned 9.49, unrolled 6.62; scanned dots_no_batch 5.02 (+2.6%)
-          albert-xxlarge: scanned 21.76 (does not fit), unrolled 14.54; scanned dots_no_batch 15.44 (+0.7%), still
-                          above unrolled; dots_no_ffn_in 13.13 (+11.6%: the FFN's [B, L, I] expansion recomputed)."""
-        if self.remat_policy != "auto":
-            return self.remat_policy
-        return "dots_no_ffn_in" if self.intermediate_size >= 16384 else "dots_no_batch"
 
     def cudnn_attention_blocker(self) -> str:
         """Why cuDNN's fused attention cannot run this model ('' when it can)."""

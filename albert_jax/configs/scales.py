@@ -21,6 +21,15 @@ SMOKE_DOCS = {"albert_pretrain_en": 100, "albert_pretrain_zh": 400}
 SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
                    intermediate_size=256, max_position_embeddings=128)
 
-# The paper scale's remat policy: "auto" (AlbertConfig.remat), under which a scanned model needs no more memory
-# than the same model unrolled with no remat. Speed and memory only: the same numbers come out.
-PAPER_REMAT = "auto"
+# The paper scale runs each scanned layer under remat "dots_no_ffn_in" (save the weight matmuls' outputs except the
+# FFN's [B, L, I] expansion; recompute that, the attention scores and the elementwise work in the backward pass): the
+# cheapest of our policies under which every Table 2 model, scanned, needs no more memory than the same model
+# unrolled with no remat. Without remat the loop stacks, per layer, bf16 copies of the float32 attention
+# probabilities and FFN activations beside the float32 ones, which an unrolled program converts inside the backward
+# matmuls instead. Measured with `albert-jax plan` on TPU v3, 8 sequences of 512 per core (batch 4096 on 512 cores),
+# GiB per core, scanned / unrolled / scanned dots_no_batch / scanned dots_no_ffn_in (FLOPs over the model's):
+#   albert-base     3.85 / 2.80 / 2.34 (1.033) / 1.87 (1.133)
+#   bert-base       6.27 / 3.98 / 4.28 (1.033) / 3.72 (1.132)   dots_no_batch is above unrolled here
+#   albert-xxlarge 21.76 (does not fit) / 14.54 / 15.44 (1.007) / 13.13 (1.116)   and here
+# Every row: docs/accelerators.md, "The scan's memory". Speed and memory only: the same numbers come out.
+PAPER_REMAT = "dots_no_ffn_in"

@@ -115,9 +115,9 @@ class Encoder(nn.Module):
                      if layer_spec else {})
 
         step = LayerStep
-        if cfg.remat != "none":
+        if cfg.remat_policy != "none":
             # prevent_cse only matters outside scan, where XLA could otherwise merge the recomputation away.
-            step = nn.remat(step, policy=_SAVED[cfg.remat](cfg), prevent_cse=not cfg.scan_layers)
+            step = nn.remat(step, policy=_SAVED[cfg.remat_policy](cfg), prevent_cse=not cfg.scan_layers)
         # Layer i's index into the shared sets; unused (layer numbers) when the shared tree has no stack axis.
         set_index = layout.shared_index(cfg) or tuple(range(cfg.num_hidden_layers))
         if cfg.scan_layers:

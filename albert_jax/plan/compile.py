@@ -132,7 +132,7 @@ def plan(config, target: Target) -> Report:
         num_devices=target.num_devices, num_chips=target.num_chips, mesh=sizes, kind=kind,
         model={"preset": config.get("model_preset", ""), "E": model_cfg.embedding_size, "H": model_cfg.hidden_size,
                "L": model_cfg.num_hidden_layers, "sharing": model_cfg.sharing, "scan_layers": model_cfg.scan_layers,
-               "remat_policy": model_cfg.remat, "dtype": model_cfg.dtype},
+               "remat_policy": model_cfg.remat_policy, "dtype": model_cfg.dtype},
         global_batch=int(t.batch_size), seq_len=seq, grad_accum_steps=int(t.grad_accum_steps),
         num_train_steps=int(t.num_train_steps), usable_bytes=target.chip.usable_bytes)
     prog = program.build(task, model_cfg, t, mesh)
