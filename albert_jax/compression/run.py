@@ -72,7 +72,7 @@ def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
     path = run_dir / rundir.RESULTS
     if not path.is_file():
         return None
-    theirs = json.loads(path.read_text())
+    theirs = rundir.read_json(path, required=True)
     pairs = [(dev, theirs.get("dev", {})), (test, theirs.get("test", {}))]
     return all(abs(ours[k] - v) <= 1e-6 for ours, t in pairs for k, v in t.items()
                if isinstance(v, float) and k in ours)

@@ -70,7 +70,7 @@ def _teacher_scores(path: Path) -> dict:
     f = path / rundir.RESULTS
     if not f.is_file():
         return {}
-    r = json.loads(f.read_text(encoding="utf-8"))
+    r = rundir.read_json(f, required=True)
     return {"dev": r.get("dev", {}), "test": r.get("test", {}), "best_step": r.get("best_step")}
 
 
@@ -284,7 +284,7 @@ def distill(config, workdir: str) -> dict:
     if "distill" not in config:
         raise DistillError("the config has no distill section: use experiments/distill.py")
     wdir.claim_kind(workdir, "distill")  # before the teacher's targets are cached in it
-    if config.get("head", "default") != "default":
+    if config.head != "default":
         raise DistillError(f"head={config.head}: the student of a distillation has the default head (its soft "
                            "targets are for one classifier)")
     d = config.distill
