@@ -86,7 +86,9 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     rules = Q.default_rules(activations)  # a bad value fails before anything is read
     run = finetuned_run(workdir, seed)
     run_dir, cfg = Path(run.workdir), run.config
-    if run.task.get("head", "default") != "default":
+    from albert_jax.tasks.registry import head_of
+
+    if head_of(run.task) != "default":
         # PABEE's one pretrained pooler serves every layer's exit (a [B, H] and an [L, B, H] product), which the
         # int8 rules below would have to quantize as two; not done, so refused rather than half-quantized.
         raise QuantizeError(f"--workdir {run.workdir}: a run with the {run.task['head']} head (one classifier per "

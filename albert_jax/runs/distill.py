@@ -96,7 +96,9 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     if theirs != task_name:
         raise DistillError(f"distill.teacher={teacher!r} was fine-tuned on {theirs or 'pretraining'!r}, not on "
                            f"task {task_name!r}: a teacher must be fine-tuned on the task it teaches")
-    if run_cfg.get("task", {}).get("head", "default") != "default":
+    from albert_jax.tasks.registry import head_of
+
+    if head_of(run_cfg.get("task", {})) != "default":
         raise DistillError(f"distill.teacher={teacher!r} has the {run_cfg['task']['head']} head (one classifier "
                            "per layer): distil from a run with the default head")
     max_len = int(run_cfg["experiment"]["data"]["max_seq_length"])
