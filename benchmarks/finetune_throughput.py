@@ -114,7 +114,8 @@ def child(args) -> None:
     ft.finetune(config, args.workdir)
     timings["total_s"] = time.perf_counter() - timings.pop("t_start")
 
-    rows = [json.loads(ln) for ln in open(os.path.join(args.workdir, f"seed-{config.train.seed}", "metrics.jsonl"))]
+    from albert_jax.training import rundir
+    rows = rundir.read_metrics(rundir.seed_dir(args.workdir, config.train.seed) / rundir.METRICS)
     windows = [r["step_time"] for r in rows if "step_time" in r]
     steady = windows[1:] or windows  # the first window still warms caches and the input pipeline
     mask = np.asarray(captured["data"].train.arrays["input_mask"])

@@ -16,7 +16,7 @@ import pytest
 from tensorboardX.proto import event_pb2
 from tensorboardX.record_writer import masked_crc32c
 
-from albert_jax.training import metrics
+from albert_jax.training import metrics, rundir
 
 
 def _read_tfrecords(path):
@@ -55,8 +55,8 @@ def test_jsonl_and_tensorboard_round_trip(tmp_path):
         writer.write(2, {"loss": 2.0, "tokens": np.int64(4096)})
         writer.flush()
         # Flushed: the JSONL is complete on disk before close.
-        assert len(metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))) == 2
-    records = metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
+        assert len(rundir.read_metrics(os.path.join(workdir, "metrics.jsonl"))) == 2
+    records = rundir.read_metrics(os.path.join(workdir, "metrics.jsonl"))
     assert records == [{"step": 1, "loss": 2.5, "mlm_accuracy": 0.25, "learning_rate": 1e-4},
                        {"step": 2, "loss": 2.0, "tokens": 4096}]
     assert isinstance(records[1]["tokens"], int)
@@ -68,7 +68,7 @@ def test_jsonl_and_tensorboard_round_trip(tmp_path):
     # A resumed run appends to the same file.
     with metrics.MetricWriter(workdir, enabled=True, tensorboard=False) as writer:
         writer.write(3, {"loss": float("nan")})
-    records = metrics.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
+    records = rundir.read_metrics(os.path.join(workdir, "metrics.jsonl"))
     assert [r["step"] for r in records] == [1, 2, 3] and math.isnan(records[2]["loss"])
 
 
@@ -101,11 +101,69 @@ def test_disabled_writer_touches_nothing(tmp_path):
     assert not workdir.exists()
 
 
-def test_read_jsonl_names_bad_line(tmp_path):
+def test_read_metrics_drops_a_cut_last_line_with_one_warning(tmp_path, caplog):
+    """The crash case: a run killed while writing its last record leaves it cut short. It is dropped, with one
+    warning naming file:line; a record whose newline alone is missing is whole and kept."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "loss": 2.0}\n\n{"step": 2, "loss": 1.5}\n{"step": 3, "lo')
+    with caplog.at_level("WARNING"):
+        assert rundir.read_metrics(path) == [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "metrics.jsonl:4" in warned[0]
+    path.write_text('{"step": 1}\n{"step": 2}')
+    assert rundir.read_metrics(path) == [{"step": 1}, {"step": 2}]
+    path.write_text('{"step": 1}\nnot json\n')  # unparsable last line, newline or not: the same rule
+    assert rundir.read_metrics(path) == [{"step": 1}]
+
+
+@pytest.mark.parametrize("bad", ["not json", "[1, 2]", '{"step": 2'])
+def test_read_metrics_names_a_bad_line_before_the_last(tmp_path, bad):
     path = tmp_path / "m.jsonl"
-    path.write_text('{"step": 1}\nnot json\n')
-    with pytest.raises(ValueError, match="m.jsonl:2"):
-        metrics.read_jsonl(path)
+    path.write_text(f'{{"step": 1}}\n{bad}\n{{"step": 3}}\n')
+    with pytest.raises(ValueError, match=r"m.jsonl:2: not a JSON object"):
+        rundir.read_metrics(path)
+
+
+def test_truncate_metrics_rolls_back_past_the_restored_step(tmp_path):
+    """A resume from step 2 drops later records and a cut last line, and leaves a file that appends cleanly."""
+    path = tmp_path / "metrics.jsonl"
+    assert rundir.truncate_metrics(path, 2) == []  # no file yet
+    path.write_text('{"step": 1}\n{"step": 2, "loss": 1.0}\n{"step": 3}\n{"step": 4, "lo')
+    assert rundir.truncate_metrics(path, 2) == [{"step": 1}, {"step": 2, "loss": 1.0}]
+    assert path.read_text() == '{"step": 1}\n{"step": 2, "loss": 1.0}\n'
+    mtime = path.stat().st_mtime_ns
+    assert rundir.truncate_metrics(path, 5) == [{"step": 1}, {"step": 2, "loss": 1.0}]
+    assert path.stat().st_mtime_ns == mtime  # nothing to drop: not rewritten
+    path.write_text('{"step": 1}\n{"step": 2}')  # whole, its newline missing: kept, and the newline added
+    assert rundir.truncate_metrics(path, 2) == [{"step": 1}, {"step": 2}]
+    assert path.read_text() == '{"step": 1}\n{"step": 2}\n'
+
+
+def test_read_json_and_read_config(tmp_path, caplog):
+    """results.json and kind.json: a dict, or None when missing or unreadable (warned); required raises naming the
+    file. config.json: its experiment config filled in from the schema."""
+    import json
+
+    f = tmp_path / "results.json"
+    assert rundir.read_json(f) is None
+    with pytest.raises(FileNotFoundError, match="results.json"):
+        rundir.read_json(f, required=True)
+    f.write_text('{"dev": {"accuracy": 0.5}')  # cut by a kill
+    with caplog.at_level("WARNING"):
+        assert rundir.read_json(f) is None
+    assert any("results.json" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ValueError, match=r"results.json: line 1: not valid JSON"):
+        rundir.read_json(f, required=True)
+    f.write_text("[1]")
+    with pytest.raises(ValueError, match="not an object"):
+        rundir.read_json(f, required=True)
+    assert rundir.read_config(tmp_path, required=False) is None
+    with pytest.raises(FileNotFoundError, match="not a run's workdir"):
+        rundir.read_config(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model": {}, "experiment": {"data": {"corpus": "c"},
+                                                                                  "train": {"batch_size": 8}}}))
+    exp = rundir.read_config(tmp_path)["experiment"]  # recorded before these fields existed
+    assert exp["data"]["zh_masking"] == "char" and exp["train"]["weight_decay"] == 0.01
 
 
 def test_mfu_hand_example():

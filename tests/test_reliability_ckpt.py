@@ -14,7 +14,7 @@ import time
 import pytest
 
 from albert_jax.training import checkpoints as ckpt
-from albert_jax.training.metrics import read_jsonl
+from albert_jax.training.rundir import read_metrics
 from fault_main import command as albert_jax_cli
 from procs import user_env
 
@@ -68,7 +68,7 @@ def error_line(p):
 
 
 def rows(workdir):
-    return {r["step"]: r for r in read_jsonl(os.path.join(workdir, "metrics.jsonl")) if "loss" in r}
+    return {r["step"]: r for r in read_metrics(os.path.join(workdir, "metrics.jsonl")) if "loss" in r}
 
 
 def steps_of(directory):

@@ -104,11 +104,11 @@ def test_a_signal_during_a_regular_save_stops_after_it(pretraining):
 
 
 def test_the_stopped_pretraining_run_finishes_with_every_step_once(pretraining):
-    from albert_jax.training.metrics import read_jsonl
+    from albert_jax.training.rundir import read_metrics
 
     wd, s = pretraining
     assert s["finish"]["proc"].returncode == 0, s["finish"]["proc"].stderr[-3000:]
-    steps = [r["step"] for r in read_jsonl(os.path.join(wd, "metrics.jsonl")) if "loss" in r]
+    steps = [r["step"] for r in read_metrics(os.path.join(wd, "metrics.jsonl")) if "loss" in r]
     assert steps == [1, 2, 3, 4, 5, 6]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from albert_jax.configs import overrides, schema
-from albert_jax.configs.loader import load_config
+from albert_jax.configs.loader import load_config, load_module
 from albert_jax.configs.scales import SCALES
 from albert_jax.runs.validate import validate
 from albert_jax.training import workdir
@@ -14,6 +14,12 @@ from albert_jax.training import workdir
 PRETRAIN = [f"experiments/pretrain.py:scale={s}{x}" for s in SCALES for x in ("", ",lang=zh", ",task=nsp")]
 FINETUNE = [f"experiments/finetune.py:scale={s},task={t}{x}" for s in SCALES for t in ("rt_sentiment", "pd_pos")
             for x in ("", ",init=runs/x")]
+
+
+def _written(spec):
+    """The config as the experiment file writes it, before the loader fills anything in."""
+    path, _, arg = spec.partition(":")
+    return load_module(path).get_config(arg)
 
 
 def _sections(config, declared):
@@ -24,11 +30,13 @@ def _sections(config, declared):
 
 @pytest.mark.parametrize("spec", PRETRAIN)
 def test_a_pretraining_config_holds_exactly_the_declared_fields_with_their_types(spec):
-    c = load_config(spec)
+    """The experiment file writes the written fields; the loader fills in the others (train.weight_decay)."""
+    c, raw = load_config(spec), _written(spec)
     for name, fields, node in _sections(c, schema.PRETRAIN):
         written = {k for k, f in fields.items() if f.written}
-        assert set(node.keys()) == written, name
-        for k in written:
+        assert set(raw[name].keys()) == written, name
+        assert set(node.keys()) == set(fields), name
+        for k in fields:
             assert overrides._KINDS[fields[k].kind] is type(node[k]), f"{name}.{k}"
     assert set(c.keys()) == set(schema.DESCRIPTIVE) | {"model"} | set(schema.PRETRAIN)
 
@@ -49,7 +57,8 @@ def test_defaults_come_from_the_declaration_and_a_section_refuses_what_it_does_n
     for name in ("mesh", "distributed"):
         assert dict(c[name]) == {k: f.default for k, f in schema.PRETRAIN[name].items()}
     assert c.data.masked_lm_prob == schema.PRETRAIN_DATA["masked_lm_prob"].default == 0.15
-    assert c.train.seed == 0 and "weight_decay" not in c.train  # never written for pretraining: read as 0.01
+    assert c.train.seed == 0 and c.train.weight_decay == schema.WEIGHT_DECAY  # filled in by the loader
+    assert "weight_decay" not in _written("experiments/pretrain.py:scale=cpu").train  # never written for pretraining
     with pytest.raises(TypeError, match="batch_size"):
         schema.section(schema.PRETRAIN_TRAIN)  # no default: the experiment gives it
     with pytest.raises(TypeError, match="no field 'bach_size'"):
@@ -84,13 +93,6 @@ def test_a_resume_and_a_sweep_read_the_declared_roles():
     # an added field: a record without it reads its default, and a sweep leaves it out at that default
     assert workdir.ADDED_DEFAULTS["experiment.data.zh_masking"] == "char"
     assert "data.packing" in schema.ADDED_DEFAULTS and "data.packing" not in schema.FINGERPRINT_OMITS_AT_DEFAULT
-    # data_field reads a recorded config of either stage: its value, or the section's default when it predates it
-    assert schema.data_field({}, "zh_masking") == "char"
-    assert schema.data_field({"zh_masking": "gold"}, "zh_masking") == "gold"
-    assert schema.data_field({}, "train_examples", schema.FINETUNE_DATA) == 0
-    assert schema.data_field({"train_examples": 1000}, "train_examples", schema.FINETUNE_DATA) == 1000
-    with pytest.raises(KeyError):  # a fine-tuning field is not a pretraining one
-        schema.data_field({}, "train_examples")
 
 
 def test_a_finetune_resume_may_not_change_its_head_or_depth(tmp_path):
@@ -151,3 +153,30 @@ def test_config_show_lists_every_field_with_its_declaration_value_and_descriptio
             ) in lines
     assert not any(line.startswith("train.num_epochs") for line in lines)  # a fine-tuning field
     assert set(schema.DESCRIPTIONS) >= set(schema.FIELDS)  # every declared field has its line
+
+
+def test_complete_fills_in_every_declared_default_once_and_keeps_what_is_there():
+    """A config recorded before fields existed, or one built in Python, reads as one written today: every declared
+    field it lacks at its default, per kind (a pretraining config gets no fine-tuning field); what it holds, and
+    the fields without a default, are left alone."""
+    old = {"data": {"corpus": "x", "zh_masking": "gold"}, "train": {"batch_size": 8}, "mesh": {}}
+    assert schema.kind_of(old) == "pretrain"
+    assert schema.complete(old) is old
+    assert old["data"]["zh_masking"] == "gold" and old["data"]["tokenizer_kind"] == "spm"
+    assert old["data"]["packing"] is False and old["data"]["instances"] == ""
+    assert old["train"]["weight_decay"] == schema.WEIGHT_DECAY and old["train"]["allow_changed_schedule"] is False
+    assert "num_epochs" not in old["train"] and "vocab_size" not in old["data"]  # not pretraining's; no default
+    assert old["mesh"] == {"data": -1, "fsdp": 1, "tensor": 1} and "distributed" not in old  # no section is made
+    ft = {"task": "rt_sentiment", "train": {}, "data": {}, "distill": {"alpha": 0.9}}
+    assert schema.kind_of(ft) == "distill"
+    schema.complete(ft)
+    assert ft["head"] == "default" and ft["depth"] == 0 and ft["train"]["num_epochs"] == 0.0
+    assert ft["data"]["train_examples"] == 0 and ft["distill"] == {"teacher": "", "temperature": 2.0, "alpha": 0.9,
+                                                                  "hidden_weight": 0.0}
+    # the loader fills in, so every reader writes d.x; completing again changes nothing
+    c = load_config("experiments/pretrain.py:scale=smoke")
+    before = c.to_json()
+    assert schema.complete(c).to_json() == before
+    # a field the experiment files never write is left out of a fingerprint at its default, per kind
+    assert schema.fingerprint_omits("pretrain")["train.weight_decay"] == schema.WEIGHT_DECAY
+    assert "train.weight_decay" not in schema.fingerprint_omits("finetune")

@@ -20,7 +20,7 @@ from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import optim
 from albert_jax.training import state as st
 from albert_jax.training import step as ts
-from albert_jax.training.metrics import read_jsonl
+from albert_jax.training.rundir import read_metrics
 from fault_main import command
 from procs import user_env
 
@@ -119,7 +119,7 @@ def pretrain(workdir, *extra, env=None, check=True, kill_at=None):
 
 def by_step(workdir):
     rows = {}
-    for r in read_jsonl(os.path.join(workdir, "metrics.jsonl")):
+    for r in read_metrics(os.path.join(workdir, "metrics.jsonl")):
         rows.setdefault(r["step"], {}).update({k: v for k, v in r.items() if k in DETERMINISTIC})
     return rows
 

@@ -10,7 +10,6 @@ files existed contributes its one number, and its interval is then over seeds al
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -29,13 +28,6 @@ DID_NOT_LEARN_POINTS = 2.0
 CHANCE = 0.5  # the held-out SOP and NSP sets are balanced (tasks/pretraining/input.PretrainData.eval_order)
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def seeded_dirs(row_dir: Path, stem: str) -> list[Path]:
     """`stem`, `stem-seed-1`, `stem-seed-2`, ... that exist, in seed order (seed 0 is the plain name)."""
     found = {0: row_dir / stem} if (row_dir / stem).is_dir() else {}
@@ -48,17 +40,12 @@ def seeded_dirs(row_dir: Path, stem: str) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------ intrinsic samples
 def _final_eval(pre: Path) -> dict | None:
-    cfg = _read_json(pre / rundir.CONFIG)
+    cfg = rundir.read_config(pre, required=False)
     if not cfg:
         return None
     final = cfg["experiment"]["train"]["num_train_steps"]
     last = None
-    for line in (pre / rundir.METRICS).read_text(encoding="utf-8").splitlines() if (pre / rundir.METRICS).is_file() \
-            else []:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
+    for rec in rundir.read_metrics(pre / rundir.METRICS) if (pre / rundir.METRICS).is_file() else []:
         if rec.get("step") == final and any(k.startswith("eval/") for k in rec):
             last = rec
     return last
@@ -111,7 +98,7 @@ def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> Ta
     for ft in ft_dirs:
         counts.append(0)
         for seed_dir in rundir.seed_dirs(ft).values():
-            r = _read_json(seed_dir / rundir.RESULTS)
+            r = rundir.read_json(seed_dir / rundir.RESULTS)
             if not r or metric not in r.get("dev", {}):
                 continue
             counts[-1] += 1
@@ -145,7 +132,7 @@ def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> Ta
 def mlm_majority(pre: Path) -> float | None:
     """The share of the commonest target token among the held-out masked positions (the MLM majority baseline),
     read from the run's recorded eval shards."""
-    cfg = _read_json(pre / rundir.CONFIG)
+    cfg = rundir.read_config(pre, required=False)
     shards = ((cfg or {}).get("data") or {}).get("eval_shards", {}).get("sop")
     if not shards or not all(Path(s).is_file() for s in shards):
         return None

@@ -7,8 +7,6 @@ saying so, never as a zero, which would read as a measurement.
 """
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
 from pathlib import Path
@@ -16,8 +14,6 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from albert_jax.training import rundir
-
-log = logging.getLogger(__name__)
 
 METRICS_FILE = rundir.METRICS  # what training/metrics.py's MetricWriter writes in a workdir
 
@@ -27,24 +23,14 @@ def read_curves(workdir, metric: str) -> list[tuple[int, float]]:
 
     Lines without the metric are skipped (training lines lack `eval/...` keys and vice versa), so a run that has
     not reached its first evaluation gives []. A resumed run appends to the file and may log a step twice; the
-    later record wins. A last line cut short by a killed process is skipped with a warning; a malformed line
-    elsewhere is an error naming the file and line.
+    later record wins. The file is read by rundir.read_metrics: a last line cut short by a killed process is
+    skipped with a warning; a malformed line elsewhere is an error naming the file and line.
     """
     path = Path(workdir) / METRICS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: {workdir} is not a run's workdir, or it has logged nothing")
-    lines = path.read_text(encoding="utf-8").splitlines()
     points: dict[int, float] = {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if lineno == len(lines):
-                log.warning("%s:%d: incomplete last line skipped (%s)", path, lineno, e.msg)
-                continue
-            raise ValueError(f"{path}:{lineno}: not a JSON record ({e.msg})") from None
+    for record in rundir.read_metrics(path):
         if metric in record and "step" in record:
             points[int(record["step"])] = float(record[metric])
     return sorted(points.items())

@@ -104,10 +104,10 @@ def run(recipes: list[Recipe], root, cwd=None) -> int:
 def read_run(path) -> list[dict]:
     """The evaluation points of one candidate: step, wall/CPU minutes, held-out MLM/SOP/NSP accuracy (and the
     number of pairs behind each, for its standard error). A resumed run's repeated step: the later record wins."""
-    from albert_jax.training.metrics import read_jsonl
+    from albert_jax.training import rundir
 
     points: dict[int, dict] = {}
-    for rec in read_jsonl(Path(path) / METRICS_FILE):
+    for rec in rundir.read_metrics(Path(path) / METRICS_FILE):
         if "eval/sop_accuracy" in rec and "cpu_s" in rec:
             points[int(rec["step"])] = {
                 "step": int(rec["step"]), "wall_min": rec["wall_s"] / 60, "cpu_min": rec["cpu_s"] / 60,

@@ -98,7 +98,9 @@ def _real_paths(value: Any) -> Any:
 def fingerprint(stage: Stage) -> str:
     """A hash of everything that makes the stage's result what it is: its resolved config, less the spelling of
     the command (`arg`), the number of fine-tuning seeds (a source is used when it holds every seed this stage
-    asks for) and the settings that change only speed (remat, length bucketing: both exact)."""
+    asks for), the settings that change only speed (remat, length bucketing: both exact) and, at their defaults,
+    the fields added since fingerprints existed or never written by the experiment files (schema.fingerprint_omits:
+    the loader fills those in)."""
     from albert_jax.configs.loader import jsonable
 
     c = jsonable(stage.config())
@@ -107,7 +109,7 @@ def fingerprint(stage: Stage) -> str:
     for section, fields in schema.SPEED_ONLY.items():
         for field in fields:
             c.get(section, {}).pop(field, None)
-    for key, default in schema.FINGERPRINT_OMITS_AT_DEFAULT.items():
+    for key, default in schema.fingerprint_omits(stage.kind).items():
         section, field = key.split(".")
         if c.get(section, {}).get(field, default) == default:
             c.get(section, {}).pop(field, None)
@@ -119,10 +121,7 @@ def find_identical(stage: Stage, runs: Path) -> Path | None:
     """A finished stage elsewhere under `runs` (any experiment, scale or row) with this stage's fingerprint."""
     mine, own = fingerprint(stage), os.path.realpath(stage.workdir)
     for row_json in sorted(Path(runs).glob("*/*/*/row.json")):
-        try:
-            stages = json.loads(row_json.read_text(encoding="utf-8")).get("stages", [])
-        except (OSError, ValueError):
-            continue  # a row.json being replaced right now, or not ours: not a source
+        stages = (rundir.read_json(row_json) or {}).get("stages", [])  # unreadable: not ours, not a source
         for s in stages:
             src = row_json.parent / s.get("name", "")
             if (s.get("fingerprint") == mine and s.get("name") == stage.name and src.is_dir()
@@ -153,7 +152,7 @@ def stage_done(kind: str, workdir: Path, config) -> bool:
     results = workdir / rundir.RESULTS
     if not results.is_file():
         return False
-    seeds = {s.get("seed") for s in json.loads(results.read_text(encoding="utf-8")).get("seeds", [])}
+    seeds = {s.get("seed") for s in rundir.read_json(results, required=True).get("seeds", [])}
     return all(config.train.seed + i in seeds for i in range(config.num_seeds))
 
 

@@ -28,26 +28,10 @@ MISSING = "—"
 NOT_RUN = "not run"
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def read_metrics(workdir: Path) -> list[dict]:
+    """A run's metrics records (rundir.read_metrics), [] before it has logged any."""
     path = Path(workdir) / rundir.METRICS
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line:
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a kill; the run rewrites it when it resumes
-    return rows
+    return rundir.read_metrics(path) if path.is_file() else []
 
 
 def paper_scale_params(exp: R.Experiment, row_name: str) -> int | None:
@@ -105,7 +89,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     for p in S.plan(exp, scale, runs):
         pre = p.directory / "pretrain"
         rec: dict[str, Any] = {"row": p.row.name, "paper": p.row.paper, "directory": str(p.directory)}
-        cfg = _read_json(pre / rundir.CONFIG)
+        cfg = rundir.read_config(pre, required=False)
         rec["params_run"] = AlbertConfig.from_dict(cfg["model"]).param_count() if cfg else None
         rec["arch"] = arch_of(cfg) if cfg else None
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
@@ -138,7 +122,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec["step_time"] = statistics.median(step_times) if step_times else None
         # The sweep records a finished row in row.json with the settings it ran under (a demo's shorter schedule,
         # say); without one, the row is judged against this experiment's own settings.
-        state = _read_json(p.directory / "row.json") or {}
+        state = rundir.read_json(p.directory / "row.json") or {}
         rec["done"] = state.get("state") == "done" or all(s.done() for s in p.stages)
         out.append(rec)
     # Speedup as the paper's: throughput relative to the row whose printed speedup is 1.0 (BERT-large).

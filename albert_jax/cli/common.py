@@ -68,7 +68,6 @@ def interrupted(command: str, result: dict, workdir: str) -> int:
 def recorded_config(workdir):
     """The experiment config a run recorded in its config.json; for a fine-tuning workdir, its first seed's (which
     holds the base seed: seed-<s> records train.seed = s)."""
-    import json
     from pathlib import Path
 
     import ml_collections
@@ -82,7 +81,7 @@ def recorded_config(workdir):
             raise ValueError(f"--resume {workdir}: no {rundir.CONFIG} there (nor in a seed-<s>/ directory): not a run "
                              "this program started")
         path = next(iter(seeds.values()))
-    recorded = json.loads((path / rundir.CONFIG).read_text(encoding="utf-8"))
+    recorded = rundir.read_config(path, required=True)  # its experiment config filled in from the schema
     if "experiment" not in recorded:
         raise ValueError(f"--resume {workdir}: {path / rundir.CONFIG} records no experiment config")
     return ml_collections.ConfigDict(recorded["experiment"])

@@ -72,7 +72,7 @@ def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
     path = run_dir / rundir.RESULTS
     if not path.is_file():
         return None
-    theirs = json.loads(path.read_text())
+    theirs = rundir.read_json(path, required=True)
     pairs = [(dev, theirs.get("dev", {})), (test, theirs.get("test", {}))]
     return all(abs(ours[k] - v) <= 1e-6 for ours, t in pairs for k, v in t.items()
                if isinstance(v, float) and k in ours)
@@ -86,7 +86,9 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     rules = Q.default_rules(activations)  # a bad value fails before anything is read
     run = finetuned_run(workdir, seed)
     run_dir, cfg = Path(run.workdir), run.config
-    if run.task.get("head", "default") != "default":
+    from albert_jax.tasks.registry import head_of
+
+    if head_of(run.task) != "default":
         # PABEE's one pretrained pooler serves every layer's exit (a [B, H] and an [L, B, H] product), which the
         # int8 rules below would have to quantize as two; not done, so refused rather than half-quantized.
         raise QuantizeError(f"--workdir {run.workdir}: a run with the {run.task['head']} head (one classifier per "

@@ -1,4 +1,5 @@
-"""Load an experiment config: `path/to/file.py[:args]` whose `get_config(args)` returns a ConfigDict."""
+"""Load an experiment config: `path/to/file.py[:args]` whose `get_config(args)` returns a ConfigDict, with every
+declared field it leaves out filled in at its default (schema.complete)."""
 from __future__ import annotations
 
 import importlib.util
@@ -6,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from albert_jax.configs import schema
 from albert_jax.configs.overrides import apply_override, apply_overrides  # noqa: F401  (the one parser)
 
 
@@ -48,4 +50,4 @@ def load_config(spec: str):
     module = load_module(path)
     if not hasattr(module, "get_config"):
         raise ValueError(f"{path}: an experiment config must define get_config(arg: str)")
-    return module.get_config(arg)
+    return schema.complete(module.get_config(arg))

@@ -10,9 +10,12 @@ Each field says, in one place:
   and memory, exactly: a resume may change it and a sweep's stage fingerprint leaves it out) or `free` (how a run
   is watched or laid out: logging, evaluation and checkpoint cadence, mesh). training/workdir.py and
   ablations/sweep.py read these roles;
-- whether it was added after runs were first recorded (`added`): a recorded config without it reads its default
-  (resume, validation, data preparation: read such a field with `data_field`); `added="fingerprint"` also leaves it
-  out of a sweep's stage fingerprint at its default, so a stage trained before it existed is still found.
+- whether it was added after runs were first recorded (`added`): a recorded config without it reads its default;
+  `added="fingerprint"` also leaves it out of a sweep's stage fingerprint at its default, so a stage trained before
+  it existed is still found.
+Every default is filled in once, by `complete(config)`, where a config enters: when an experiment file is loaded
+(configs/loader.py), when a run's config.json is read back (training/rundir.read_config), and when a driver is
+handed a config built in Python (runs/validate.validate). Every reader then writes `config.section.field`.
 
 The model section mirrors AlbertConfig (albert_jax/config.py), which declares its fields' types and defaults; this
 module gives only its roles (MODEL_SPEED) and the fields a fine-tuning run may change (FINETUNE_MODEL_KNOBS).
@@ -280,10 +283,53 @@ ADDED_DEFAULTS = {k: f.default for k, f in FIELDS.items() if f.added}
 FINGERPRINT_OMITS_AT_DEFAULT = {k: f.default for k, f in FIELDS.items() if f.added == "fingerprint"}
 
 
-def data_field(d, name: str, fields: dict = PRETRAIN_DATA) -> Any:
-    """data.<name> of a recorded config, or its default when the config predates the field; `fields` is the
-    section's schema (read only)."""
-    return d.get(name, fields[name].default)
+KINDS = ("pretrain", "finetune", "distill")
+
+
+def kind_of(config) -> str:
+    """Which driver's config this is, from its shape: a distill section (distill), a top-level task (fine-tuning),
+    else pretraining (whose task is data.task)."""
+    if "distill" in config:
+        return "distill"
+    return "finetune" if "task" in config else "pretrain"
+
+
+def sections_of(kind: str) -> dict[str, dict[str, Field]]:
+    """The declared sections of a `kind` config ("" is the top level)."""
+    if kind == "pretrain":
+        return PRETRAIN
+    if kind in ("finetune", "distill"):
+        return {**FINETUNE, "distill": DISTILL} if kind == "distill" else FINETUNE
+    raise ValueError(f"schema: kind={kind!r}; allowed {', '.join(KINDS)}")
+
+
+def complete(config, kind: str | None = None):
+    """Fill in, in place, every declared field of a `kind` config (by default `kind_of(config)`) that `config`
+    lacks, at its default, and return it: a config loaded from an experiment file (the fields it never writes, such
+    as pretraining's train.weight_decay), or read back from a run recorded before a field existed, reads as one
+    written today, so every reader writes `d.x`. A field without a default (REQUIRED) and a section the config
+    lacks stay missing: validation names them. A ConfigDict or a plain dict (a config.json record)."""
+    if not hasattr(config, "keys"):
+        return config
+    kind = kind or kind_of(config)
+    sections = sections_of("distill" if kind == "finetune" and "distill" in config else kind)
+    for name, fields in sections.items():
+        node = config if name == "" else config[name] if name in config else None
+        if not hasattr(node, "keys"):
+            continue
+        for field, f in fields.items():
+            if field not in node and f.default is not REQUIRED:
+                node[field] = f.default
+    return config
+
+
+def fingerprint_omits(kind: str) -> dict[str, Any]:
+    """Dotted key -> default of the fields a sweep's stage fingerprint of a `kind` config leaves out at their
+    defaults: FINGERPRINT_OMITS_AT_DEFAULT, and the fields the experiment files never write (`complete` adds them),
+    so a fingerprint is the one it was before configs were completed."""
+    unwritten = {f"{name}.{k}" if name else k: f.default for name, fields in sections_of(kind).items()
+                 for k, f in fields.items() if not f.written}
+    return {**FINGERPRINT_OMITS_AT_DEFAULT, **unwritten}
 
 
 # ------------------------------------------------------------------------------------------------ descriptions

@@ -70,7 +70,7 @@ def _teacher_scores(path: Path) -> dict:
     f = path / rundir.RESULTS
     if not f.is_file():
         return {}
-    r = json.loads(f.read_text(encoding="utf-8"))
+    r = rundir.read_json(f, required=True)
     return {"dev": r.get("dev", {}), "test": r.get("test", {}), "best_step": r.get("best_step")}
 
 
@@ -96,7 +96,9 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     if theirs != task_name:
         raise DistillError(f"distill.teacher={teacher!r} was fine-tuned on {theirs or 'pretraining'!r}, not on "
                            f"task {task_name!r}: a teacher must be fine-tuned on the task it teaches")
-    if run_cfg.get("task", {}).get("head", "default") != "default":
+    from albert_jax.tasks.registry import head_of
+
+    if head_of(run_cfg.get("task", {})) != "default":
         raise DistillError(f"distill.teacher={teacher!r} has the {run_cfg['task']['head']} head (one classifier "
                            "per layer): distil from a run with the default head")
     max_len = int(run_cfg["experiment"]["data"]["max_seq_length"])
@@ -284,7 +286,7 @@ def distill(config, workdir: str) -> dict:
     if "distill" not in config:
         raise DistillError("the config has no distill section: use experiments/distill.py")
     wdir.claim_kind(workdir, "distill")  # before the teacher's targets are cached in it
-    if config.get("head", "default") != "default":
+    if config.head != "default":
         raise DistillError(f"head={config.head}: the student of a distillation has the default head (its soft "
                            "targets are for one classifier)")
     d = config.distill

@@ -62,7 +62,7 @@ def best_seed(path: Path) -> tuple[int, str, float]:
         f = d / rundir.RESULTS
         if not f.is_file():
             continue
-        r = json.loads(f.read_text(encoding="utf-8"))
+        r = rundir.read_json(f, required=True)
         metric = r.get("select")
         value = r.get("dev", {}).get(metric)
         if value is not None:

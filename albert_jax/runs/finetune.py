@@ -127,11 +127,12 @@ def _workdir_source(path: Path, step: int | None) -> InitSource:
     return src
 
 
-def _read_json(path: Path) -> dict:
+def _init_json(path: Path) -> dict:
+    """A config.json of ours or of an HF directory: unreadable is an init source the user must fix."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InitError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+        return rundir.read_json(path, required=True)
+    except ValueError as e:
+        raise InitError(str(e)) from None
 
 
 def resolve_init(spec: str, step: int | None = None) -> InitSource:
@@ -152,11 +153,11 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
         raise InitError(f"init={spec!r} holds several fine-tuning seeds; point at one of them, e.g. "
                         f"{next(iter(rundir.seed_dirs(path).values()))}")
     if (path / rundir.CONFIG).is_file() and ((path / rundir.CHECKPOINTS).is_dir() or (path / rundir.BEST).is_dir()
-                                              or "experiment" in _read_json(path / rundir.CONFIG)):
+                                              or "experiment" in _init_json(path / rundir.CONFIG)):
         return _workdir_source(path, step)  # ours (an "experiment" section), with or without a checkpoint yet
     if (path / "config.json").is_file():  # a HuggingFace directory (its own layout, not a run of ours)
         from albert_jax.interop import hf
-        model_type = _read_json(path / "config.json").get("model_type")
+        model_type = _init_json(path / "config.json").get("model_type")
         if model_type == "albert":
             cfg, params = hf.load_hf_pretrained(path, drop_task_head=True)  # the encoder; its head: adopt_hf_head
             enc = params.get("albert", params)
@@ -418,7 +419,7 @@ def resolve_schedule(config, train_rows: int) -> tuple[Any, dict]:
     batch_size); the rows an epoch of the train iterator walks, a span task's windows), and what was resolved, for
     results.json. The resolved config is the one the run records in config.json."""
     t = config.train
-    epochs = float(t.get("num_epochs", 0.0) or 0.0)
+    epochs = float(t.num_epochs or 0.0)
     if not epochs:
         return config, {"num_train_steps": t.num_train_steps}
     steps = max(1, math.ceil(epochs * train_rows / t.batch_size))
@@ -456,7 +457,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: 
     if make_run_task is not None:
         task = make_run_task(task, model_cfg)
     data = task.prepare(tokenizer, config.data.max_seq_length, limit=config.data.limit,
-                        train_examples=schema.data_field(config.data, "train_examples", schema.FINETUNE_DATA))
+                        train_examples=config.data.train_examples)
     data.buckets = bucketing.bucket_lengths(config.data.max_seq_length, config.data.get("buckets", "off"))
     config, schedule = resolve_schedule(config, len(data.train))
     if "num_epochs" in schedule:
@@ -468,7 +469,7 @@ def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: 
         wd = str(rundir.seed_dir(workdir, seed))
         done = Path(wd) / rundir.RESULTS
         if done.is_file():
-            per_seed.append(json.loads(done.read_text()))
+            per_seed.append(rundir.read_json(done, required=True))
             log.info("seed %d: already finished (%s)", seed, done)
             continue
         cfg = copy.deepcopy(config)

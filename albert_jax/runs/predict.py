@@ -61,13 +61,13 @@ class Predictor:
         import jax
 
         from albert_jax.data import bucketing
-        from albert_jax.tasks.registry import task_of_run
+        from albert_jax.tasks.registry import head_of, task_of_run
 
         if run.kind != "finetune":
             raise PredictError(f"{run.workdir} is a pretraining run; predict reads a fine-tuning run (its task head)")
         self.run, self.task = run, task_of_run(run.task, run.config)
         self.kind = KINDS.get(type(self.task).__name__)
-        if self.kind is None or run.task.get("head", "default") != "default":
+        if self.kind is None or head_of(run.task) != "default":
             raise PredictError(f"{run.workdir}: predict handles classification, pair, regression, tagging and span "
                                f"runs; this one is {type(self.task).__name__} (head {run.task.get('head')})")
         self.max_len, self.batch_size = max_seq_length, batch_size

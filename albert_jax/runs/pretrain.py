@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 
@@ -25,11 +24,8 @@ log = logging.getLogger("albert_jax.pretrain")
 
 
 def read_run_config(workdir: str) -> dict:
-    path = os.path.join(workdir, rundir.CONFIG)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{workdir} is not a run's workdir (no config.json)")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """A run's config.json (rundir.read_config); FileNotFoundError when `workdir` is not a run's."""
+    return rundir.read_config(workdir, required=True)
 
 
 def params_from_workdir(workdir: str, step: int | None = None, sharding=None):

@@ -28,7 +28,7 @@ from typing import Any
 from albert_jax.config import AlbertConfig, ConfigError
 from albert_jax.configs import schema
 from albert_jax.configs.scales import DEFAULT_VOCAB
-from albert_jax.configs.schema import Field, data_field
+from albert_jax.configs.schema import Field
 from albert_jax.training import rundir
 
 log = logging.getLogger("albert_jax.config")
@@ -276,7 +276,7 @@ def _check_train(c: _Checker, t) -> None:
         raise ConfigError(f"train.grad_accum_steps={t.grad_accum_steps} does not divide train.batch_size="
                           f"{t.batch_size}: each accumulation step takes batch_size/grad_accum_steps examples; "
                           f"use one of {', '.join(map(str, divisors[:8]))}")
-    if not t.get("num_epochs", 0):  # else the steps are known once the data is: the driver checks then
+    if not ("num_epochs" in t and t.num_epochs):  # (fine-tuning) the steps are known once the data is: checked then
         check_schedule(t, c.warn)
 
 
@@ -302,7 +302,7 @@ def check_schedule(t, warn) -> None:
     if logs > MAX_LOG_LINES:
         warn(f"train.log_every={t.log_every} logs {logs} times in train.num_train_steps={n} steps: set "
              f"train.log_every, e.g. {math.ceil(n / 500)} for 500 lines")
-    patience = t.get("early_stopping_patience", 0)
+    patience = t.early_stopping_patience if "early_stopping_patience" in t else 0  # a fine-tuning field
     if patience and (patience + 1) * t.eval_every >= n:
         warn(f"train.early_stopping_patience={patience} has no effect: with train.eval_every={t.eval_every} the "
              f"run's {n} steps end before {patience} evaluations can follow the first")
@@ -317,10 +317,10 @@ def _check_mesh(mesh) -> None:
 
 def _check_packing(c: _Checker, d) -> None:
     """A packed row must hold at least one whole example's predictions; packing fields without packing warn."""
-    preds = data_field(d, "packing_max_predictions")
-    if not data_field(d, "packing"):
+    preds = d.packing_max_predictions
+    if not d.packing:
         for field in ("packing_max_examples", "packing_max_predictions"):
-            if data_field(d, field) != schema.PRETRAIN_DATA[field].default:
+            if d[field] != schema.PRETRAIN_DATA[field].default:
                 c.warn(f"data.{field}={d[field]!r} has no effect: data.packing is false")
         return
     if preds and preds < d.max_predictions_per_seq:
@@ -331,11 +331,11 @@ def _check_packing(c: _Checker, d) -> None:
 
 def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
     """data.tokenizer_kind, data.wordpiece_vocab and data.zh_masking (docs/chinese.md); the vocabulary size."""
-    kind, vocab, zh = (data_field(d, k) for k in ("tokenizer_kind", "wordpiece_vocab", "zh_masking"))
+    kind, vocab, zh = d.tokenizer_kind, d.wordpiece_vocab, d.zh_masking
     if vocab and kind != "wordpiece":
         raise ConfigError(f"data.wordpiece_vocab={vocab!r} needs data.tokenizer_kind=wordpiece (it is {kind!r})")
     if kind == "wordpiece":
-        if d.spm_model and not data_field(d, "instances"):
+        if d.spm_model and not d.instances:
             c.warn(f"data.spm_model={d.spm_model!r} has no effect: data.tokenizer_kind=wordpiece (set "
                    "data.wordpiece_vocab to use a given vocab.txt)")
         if vocab:
@@ -347,11 +347,11 @@ def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
             except (ValueError, OSError) as e:
                 raise ConfigError(f"data.wordpiece_vocab={vocab!r}: {e}") from None
     if zh != "char":
-        if kind != "wordpiece" and not data_field(d, "instances"):
+        if kind != "wordpiece" and not d.instances:
             raise ConfigError(f"data.zh_masking={zh!r} needs data.tokenizer_kind=wordpiece: SentencePiece's Chinese "
                               "pieces span several characters, so a word boundary can fall inside one; use "
                               "data.zh_masking=char with SentencePiece")
-        if data_field(d, "instances"):
+        if d.instances:
             c.warn(f"data.zh_masking={zh!r} has no effect with data.instances: the records fix their masking (build "
                    "them with `pretraining-data create --zh-masking`)")
         if zh == "gold" and d.corpus != "albert_pretrain_zh":
@@ -372,9 +372,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     # data: the same rules the instance writer applies, named as the user sets them
     from albert_jax.tasks.pretraining.instances import PretrainingConfig
     try:
-        PretrainingConfig(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
-                          masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram,
-                          dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
+        PretrainingConfig.from_data(d)
     except ValueError as e:
         raise ConfigError(str(e).replace("PretrainingConfig.", "data.")) from None
 
@@ -508,6 +506,7 @@ def validate(config, kind: str, workdir: str | None = None) -> list[str]:
     prepared. Raises ConfigError naming the first bad field; returns (and logs) the warnings."""
     if kind not in KINDS:
         raise ValueError(f"validate: kind={kind!r}; allowed {', '.join(KINDS)}")
+    schema.complete(config, kind)  # as the loader does, for a config built in Python and handed to a driver
     c = _Checker(config, kind)
     (_validate_pretrain if kind == "pretrain" else _validate_finetune)(c, workdir)
     if workdir is not None:

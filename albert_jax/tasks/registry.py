@@ -82,6 +82,14 @@ def make_task(name: str):
     return TASKS[name]()
 
 
+def head_of(task_info: dict) -> str:
+    """The head a run's recorded task (config.json's `task` section) was trained with: a wrapped task records its
+    own ("pabee"); a task without one has the schema's default head."""
+    from albert_jax.configs import schema
+
+    return task_info.get("head") or schema.FINETUNE_TOP["head"].default
+
+
 def task_of_run(task_info: dict, model_cfg):
     """The task a run recorded in config.json (its `task` section), with the head it was trained with."""
     from albert_jax.tasks.early_exit import with_head
@@ -90,7 +98,7 @@ def task_of_run(task_info: dict, model_cfg):
 
     # A task from a user's files is rebuilt from the spec it recorded (labels included): its files need not exist.
     task = from_files.task_from_spec(task_info["spec"]) if "spec" in task_info else make_task(task_info["name"])
-    return with_head(task, task_info.get("head", "default"), model_cfg.num_hidden_layers)
+    return with_head(task, head_of(task_info), model_cfg.num_hidden_layers)
 
 
 def label_names(task, head: str) -> tuple[list[str] | None, str | None]:

@@ -186,20 +186,6 @@ class MetricWriter:
         self.close()
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of a metrics.jsonl file; a bad line names the file and line."""
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not a JSON object ({e})") from None
-    return records
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Throughput
 

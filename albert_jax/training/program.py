@@ -14,7 +14,6 @@ import jax
 import numpy as np
 
 from albert_jax import sharding as shd
-from albert_jax.configs import schema
 from albert_jax.training import optim
 from albert_jax.training import state as train_state
 from albert_jax.training import step as train_step
@@ -38,7 +37,7 @@ def build(task, model_cfg, train, mesh) -> Program:
     model_cfg = model_cfg.for_platform(mesh.devices.flat[0].platform)
     boxed = train_state.abstract_params(task, model_cfg)
     tx = optim.make_optimizer(train.optimizer, train.learning_rate, train.num_train_steps, train.warmup_steps,
-                              weight_decay=train.get("weight_decay", schema.WEIGHT_DECAY),
+                              weight_decay=train.weight_decay,
                               stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))
     abstract, shardings = train_state.state_shardings(tx, mesh, boxed)
     step, evaluate = train_step.jit_steps(task, model_cfg, tx, mesh, shardings, train.grad_accum_steps)

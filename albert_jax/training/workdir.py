@@ -262,11 +262,8 @@ def reconcile(workdir: str, old: dict | None, new: dict, *, allow_changed_schedu
 
 
 def read_record(workdir: str) -> dict | None:
-    path = os.path.join(workdir, rundir.CONFIG)
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """The workdir's config.json (its experiment config filled in from the schema), or None for a new workdir."""
+    return rundir.read_config(workdir, required=False)
 
 
 def write_record(workdir: str, record: dict) -> None:

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 from etils import epath
 
-from albert_jax.configs.schema import data_field
 from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
@@ -269,7 +268,7 @@ def corpus_texts(d, splits=("train", "validation"), field: str = "text") -> dict
 
 
 def tokenizer_kind(d) -> str:
-    return data_field(d, "tokenizer_kind")
+    return d.tokenizer_kind
 
 
 def tokenizer_model_path(d) -> Path:
@@ -278,7 +277,7 @@ def tokenizer_model_path(d) -> Path:
     corpus; it need not exist yet."""
     case = "lower" if d.lower else "cased"
     if tokenizer_kind(d) == "wordpiece":
-        return Path(data_field(d, "wordpiece_vocab") or _corpus_source(d)[0] / f"wordpiece-{d.vocab_size}-{case}" / "vocab.txt")
+        return Path(d.wordpiece_vocab or _corpus_source(d)[0] / f"wordpiece-{d.vocab_size}-{case}" / "vocab.txt")
     if d.spm_model:
         return Path(d.spm_model)
     return _corpus_source(d)[0] / f"spm-{d.vocab_size}-{case}.model"
@@ -291,7 +290,7 @@ def corpus_tokenizer(d, texts: dict | None = None):
     if tokenizer_kind(d) == "wordpiece":
         from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
         path = tokenizer_model_path(d)
-        if data_field(d, "wordpiece_vocab"):
+        if d.wordpiece_vocab:
             return WordPieceTokenizer(path, lower=d.lower)
         with _preparing(_corpus_source(d)[0]):
             if not path.exists():  # trained in a temporary directory, renamed when complete
@@ -351,11 +350,16 @@ def _read_instances(directory: str, field: str) -> tuple[dict, list[str]]:
     return summary, ptd.shard_paths(Path(directory))
 
 
+def masking_options(d) -> dict:
+    """What dynamic masking (and the held-out sets' reading) takes from the data section `d`."""
+    return dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob, ngram=d.ngram)
+
+
 def from_instances(d) -> PretrainData:
     """Pretraining on instances `pretraining-data create` wrote (data.instances), evaluated on a second such
     directory built from held-out text (data.eval_instances), with the SentencePiece model they were made with
     (data.spm_model). Every setting the records fix is checked against the data section, field by field."""
-    if not data_field(d, "eval_instances") or not d.spm_model:
+    if not d.eval_instances or not d.spm_model:
         raise ValueError("data.instances needs data.eval_instances (a second `pretraining-data create` over held-out "
                          "text, --task sop or nsp) and data.spm_model (the --spm-model both were made with)")
     tokenizer = tokenization.load_tokenizer(d.spm_model)
@@ -382,16 +386,14 @@ def from_instances(d) -> PretrainData:
     summary = {"corpus": f"instances:{Path(d.instances).resolve()}", "vocab_size": tokenizer.vocab_size,
                "train_shards": train, "eval_shards": {eval_task: evals}, "pretraining": train_meta["config"],
                "eval_instances": str(Path(d.eval_instances).resolve())}
-    masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
-                           ngram=d.ngram)
-    return PretrainData(tokenizer, train, {eval_task: evals}, d.masking, masking_options, summary, None,
+    return PretrainData(tokenizer, train, {eval_task: evals}, d.masking, masking_options(d), summary, None,
                         eval_seed=d.seed + 1)
 
 
 def prepare(config) -> PretrainData:
     d = config.data
-    if data_field(d, "instances"):
-        if data_field(d, "packing"):
+    if d.instances:
+        if d.packing:
             raise ValueError("data.packing with data.instances is not supported: build the instances with the "
                              "lengths you train at, or pretrain from a corpus (data.corpus) to pack")
         return from_instances(d)
@@ -402,11 +404,9 @@ def prepare(config) -> PretrainData:
     root = _corpus_source(d)[0]
     texts = corpus_texts(d)
     tokenizer = corpus_tokenizer(d, texts)
-    base = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
-                masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram)
-    train_cfg = ptd.PretrainingConfig(**base, dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
+    train_cfg = ptd.PretrainingConfig.from_data(d)
     tok_id = tokenizer.fingerprint[:12]  # the instances depend on the exact model
-    zh_masking = data_field(d, "zh_masking")
+    zh_masking = d.zh_masking
     key = _digest([dataclasses.asdict(train_cfg), d.seed, tok_id] + ([zh_masking] if zh_masking != "char" else []))
     train_text = corpus_texts(d, ("train",), field="segmented")["train"] if zh_masking == "gold" else texts["train"]
     train = _instances(train_text, tokenizer, root / f"train-{key}", train_cfg, d.seed, zh_masking)
@@ -414,19 +414,16 @@ def prepare(config) -> PretrainData:
     # yardstick for every zh_masking row of a comparison.
     evals, heldout = {}, heldout_text(d, texts)
     for task in ("sop", "nsp"):
-        cfg = ptd.PretrainingConfig(**base, dupe_factor=1, task=task, masking="static")
+        cfg = ptd.PretrainingConfig.from_data(d, dupe_factor=1, task=task, masking="static")
         evals[task] = _instances(heldout, tokenizer, root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
                                  cfg, d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
                "tokenizer": tokenizer_kind(d), "zh_masking": zh_masking, "train_shards": train, "eval_shards": evals,
                "pretraining": dataclasses.asdict(train_cfg)}
-    masking_options = dict(max_predictions_per_seq=d.max_predictions_per_seq, masked_lm_prob=d.masked_lm_prob,
-                           ngram=d.ngram)
-    from albert_jax.tasks.pretraining.packing import DEFAULTS
-    opt = {k: data_field(d, k) for k in DEFAULTS}
     packing = None
-    if opt["packing"]:
-        packing = dict(max_seq_length=d.max_seq_length, max_examples=opt["packing_max_examples"],
-                       max_predictions=opt["packing_max_predictions"] or d.max_predictions_per_seq, seed=d.seed)
+    if d.packing:
+        packing = dict(max_seq_length=d.max_seq_length, max_examples=d.packing_max_examples,
+                       max_predictions=d.packing_max_predictions or d.max_predictions_per_seq, seed=d.seed)
         summary["packing"] = packing
-    return PretrainData(tokenizer, train, evals, d.masking, masking_options, summary, packing, eval_seed=d.seed + 1)
+    return PretrainData(tokenizer, train, evals, d.masking, masking_options(d), summary, packing,
+                        eval_seed=d.seed + 1)

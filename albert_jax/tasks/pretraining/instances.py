@@ -104,6 +104,16 @@ class PretrainingConfig:
         if self.nsp_buffer_docs < 1:
             bad("nsp_buffer_docs", ">= 1")
 
+    @classmethod
+    def from_data(cls, d, **fields) -> "PretrainingConfig":
+        """The instances a pretraining config's data section `d` asks for: the one mapping of data.* onto these
+        fields (the trainer's data and the validator both use it); `fields` replaces some (a held-out set:
+        dupe_factor=1, its own task, static masking)."""
+        mapped = dict(max_seq_length=d.max_seq_length, max_predictions_per_seq=d.max_predictions_per_seq,
+                      masked_lm_prob=d.masked_lm_prob, short_seq_prob=d.short_seq_prob, ngram=d.ngram,
+                      dupe_factor=d.dupe_factor, task=d.task, masking=d.masking)
+        return cls(**{**mapped, **fields})
+
     @property
     def needs_other_documents(self) -> bool:
         return self.task == "nsp" or (self.task == "sop" and self.single_sentence == "random_document")

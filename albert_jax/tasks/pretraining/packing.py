@@ -29,13 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_jax.configs import schema
-
 log = logging.getLogger("albert_jax.pretrain")
 
-# The data.packing fields and their defaults: off; at most 3 instances per row (as MLPerf BERT); 0 predictions
-# per row means data.max_predictions_per_seq. Declared with the other data fields (configs/schema.py).
-DEFAULTS = {k: schema.PRETRAIN_DATA[k].default for k in ("packing", "packing_max_examples", "packing_max_predictions")}
+# The data.packing fields (off by default; at most 3 instances per row, as MLPerf BERT; 0 predictions per row
+# means data.max_predictions_per_seq) are declared with the other data fields in configs/schema.py.
 
 
 def _sizes_cache(shards: list[str]) -> Path | None:
