@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ml_collections
 
-from albert_jax.configs import overrides as A
+from albert_jax.configs import overrides
 from albert_jax.configs import schema
 
 
@@ -26,7 +26,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
 
     from albert_jax.configs.loader import load_config
 
-    args = A.split_arg(arg)
+    args = overrides.split_arg(arg)
     mine = {k: args.pop(k) for k in list(args) if k in schema.DISTILL}
     # The fine-tuning config beside this file is the whole run; distillation adds only its own section.
     finetune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune.py")
@@ -34,5 +34,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.experiment, c.arg = "distill", arg
     c.distill = schema.section(schema.DISTILL)
     for key, raw in mine.items():
-        A.set_field(c, f"distill.{key}", raw)
+        overrides.set_field(c, f"distill.{key}", raw)
     return c

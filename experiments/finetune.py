@@ -26,7 +26,7 @@ from pathlib import Path
 import ml_collections
 
 from albert_jax.config import model_section, preset
-from albert_jax.configs import overrides as A
+from albert_jax.configs import overrides
 from albert_jax.configs import schema
 from albert_jax.configs.scales import PAPER_REMAT, SCALES, SMOKE_MODEL
 
@@ -37,7 +37,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     from albert_jax.tasks.protocol import protocol
     from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
 
-    args = A.split_arg(arg)
+    args = overrides.split_arg(arg)
     scale = args.pop("scale", "smoke")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
@@ -53,7 +53,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     by_scale = lambda smoke, cpu, paper: {"smoke": smoke, "cpu": cpu, "paper": paper}[scale]  # noqa: E731
     c = ml_collections.ConfigDict()
     c.experiment, c.arg, c.scale = "finetune", arg, scale
-    num_seeds = A.parse_value("seeds", args.pop("seeds"), int) if "seeds" in args else by_scale(1, 3, 5)
+    num_seeds = overrides.parse_value("seeds", args.pop("seeds"), int) if "seeds" in args else by_scale(1, 3, 5)
     if num_seeds < 1:
         raise ValueError(f"seeds={num_seeds}: must be an integer >= 1")
     c.update(schema.section(
@@ -62,7 +62,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         # (albert_jax/tasks/early_exit.py, docs/compression.md).
         head=args.pop("head", "default"),
         # 0: the source's depth; k: apply an all-shared source's layer k times (its weights serve any depth).
-        depth=A.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0,
+        depth=overrides.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0,
         num_seeds=num_seeds))
 
     model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
@@ -108,5 +108,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: task, init, scale, seeds, preset, "
                          "head, depth, model.<field>")
     for key, raw in model_args.items():
-        A.set_field(c, key, raw)
+        overrides.set_field(c, key, raw)
     return c

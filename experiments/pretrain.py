@@ -17,7 +17,7 @@ from __future__ import annotations
 import ml_collections
 
 from albert_jax.config import model_section, preset
-from albert_jax.configs import overrides as A
+from albert_jax.configs import overrides
 from albert_jax.configs import schema
 from albert_jax.configs.scales import DEFAULT_VOCAB, PAPER_REMAT, SCALES, SMOKE_DOCS, SMOKE_MODEL
 
@@ -25,7 +25,7 @@ SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-    args = A.split_arg(arg)
+    args = overrides.split_arg(arg)
     scale = args.pop("scale", "smoke")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
@@ -84,5 +84,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: scale, preset, embed, sharing, "
                          "task, lang, zh_masking, model.<field>")
     for key, raw in model_args.items():  # the same typed parser as --set
-        A.set_field(c, key, raw)
+        overrides.set_field(c, key, raw)
     return c

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from albert_jax.ablations import registry as R
+from albert_jax.ablations import registry
 from albert_jax.ablations.sweep import plan
 from albert_jax.config import model_from_section
 from albert_jax.configs.loader import load_config
@@ -56,7 +56,7 @@ def test_every_experiments_smoke_rows_read_their_corpus_smoke_subset():
     """A row that switches the corpus (zh_masking's People's Daily) still reads that corpus's smoke subset: the
     English 100 documents leave People's Daily without a validation split, and its sweep stops."""
     seen = set()
-    for exp in R.load_registry().values():
+    for exp in registry.load_registry().values():
         for p in plan(exp, "smoke", Path("runs")):
             pre = [s for s in p.stages if s.kind == "pretrain"]
             if pre and not p.row.warm_start:
