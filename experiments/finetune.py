@@ -28,7 +28,7 @@ import ml_collections
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides
 from albert_jax.configs import schema
-from albert_jax.configs.scales import PAPER_REMAT, SCALES, SMOKE_MODEL
+from albert_jax.configs.scales import PAPER_REMAT, SCALES
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -66,7 +66,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         num_seeds=num_seeds))
 
     model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
-    base = preset(model_preset, **(SMOKE_MODEL if model_preset == "smoke" else {}))
+    base = preset(model_preset)
     albert_dropout = row.albert_dropout if scale == "paper" else 0.0
     base = base.replace(hidden_dropout_prob=albert_dropout, attention_probs_dropout_prob=albert_dropout,
                         classifier_dropout_prob=row.classifier_dropout, vocab_size=1,

@@ -10,7 +10,8 @@ model field as model.<field>=<value>. lang=zh is the official Chinese setup (doc
 a WordPiece vocabulary trained on it with one token per CJK character, ReLU (the albert-*-zh presets).
 Scales: `smoke` (seconds: 4 steps on 100 documents per English source, 400 per Chinese one, for tests and sweeps'
 smoke rows), `cpu` (a 2-core CPU in about 12 minutes: 3,000 steps on the whole English mix, chosen by the recipe
-study in docs/reproduction.md), `paper` (the paper's §4.1 setup). smoke and cpu share the model (4 layers, H=128, E=64).
+study in docs/reproduction.md), `paper` (the paper's §4.1 setup). smoke and cpu share the model: the `smoke` preset
+(4 layers, H=128, E=64).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import ml_collections
 from albert_jax.config import model_section, preset
 from albert_jax.configs import overrides
 from albert_jax.configs import schema
-from albert_jax.configs.scales import DEFAULT_VOCAB, PAPER_REMAT, SCALES, SMOKE_DOCS, SMOKE_MODEL
+from albert_jax.configs.scales import DEFAULT_VOCAB, PAPER_REMAT, SCALES, SMOKE_DOCS
 
 SHORTHANDS = {"embed": "model.embedding_size", "sharing": "model.sharing"}
 
@@ -39,8 +40,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         raise ValueError(f"lang={lang!r}: allowed en, zh")
     zh = lang == "zh"
     c.model_preset = args.pop("preset", ("albert-base-zh" if zh else "albert-base") if scale == "paper" else "smoke")
-    small = SMOKE_MODEL if c.model_preset == "smoke" else {}
-    base = preset(c.model_preset, **small, **({"hidden_act": "relu"} if zh and small else {}))
+    base = preset(c.model_preset, **({"hidden_act": "relu"} if zh and c.model_preset == "smoke" else {}))
     if scale == "paper":
         base = base.replace(remat_policy=PAPER_REMAT)  # scanned, no more memory than unrolled (configs/scales.py)
     # Every model field is a typed config field; vocab_size 0 means "the tokenizer's".
