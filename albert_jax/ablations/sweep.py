@@ -33,7 +33,7 @@ from typing import Any, Iterable
 from albert_jax.ablations import registry
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
 from albert_jax.configs import schema
-from albert_jax.configs.overrides import split_arg
+from albert_jax.configs.arguments import Arg, Derived, parse_args
 from albert_jax.training import rundir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
@@ -430,18 +430,21 @@ SLURM_RESOURCES = {  # per scale: what one row needs (one row = one job; --set n
 }
 
 
+ROW_ARGS = (Arg("row", default=Derived("the scale's first row", lambda _: ""), help="a row's name or slug"),
+            Arg("scale", allowed=registry.SCALES, default="smoke", help="the row's scale"))
+
+
 def config_getter(exp_name: str):
     """`get_config` for an experiment file: `experiments/table4.py:row=<name or slug>,scale=cpu` is the
     pretraining config of that row (as its sweep runs it, warm start from runs/ included), so any one row also
-    runs with `albert-jax pretrain`."""
+    runs with `albert-jax pretrain`. Its arguments are ROW_ARGS."""
     def get_config(arg: str = ""):
-        a = split_arg(arg)
-        scale, name = a.pop("scale", "smoke"), a.pop("row", "")
-        if a:
-            raise registry.ExperimentError(f"unknown argument(s) {sorted(a)}: allowed row=<name>, scale={'|'.join(registry.SCALES)}")
+        args, _ = parse_args(arg, ROW_ARGS)
+        scale, name = args["scale"], args["row"]
         exp = registry.get(exp_name)
         row = exp.row(scale, name) if name else exp.rows_at(scale)[0]
         rows = [row.name] + ([row.warm_start] if row.warm_start else [])
         plans = {p.row.name: p for p in plan(exp, scale, Path("runs"), rows=rows)}
         return plans[row.name].stages[0].config()
+    get_config.ARGS = ROW_ARGS
     return get_config
