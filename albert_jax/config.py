@@ -439,7 +439,7 @@ def parse_overrides(text: str) -> dict[str, Any]:
 
 
 # `--set model.<field>=...` is typed by AlbertConfig's annotations (so None-able fields take `none`).
-register_section("model", AlbertConfig)
+register_section("model", AlbertConfig, FIELD_CHOICES)
 
 
 def model_section(cfg: AlbertConfig):

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, Callable, NamedTuple
 
 from albert_jax.configs import schema
-from albert_jax.configs.overrides import OverrideError, parse_value, split_arg
+from albert_jax.configs.overrides import OverrideError, parse_value, section_field, split_arg
 
 _KINDS = {"bool": bool, "int": int, "float": float, "str": str}
 
@@ -43,9 +43,9 @@ class Arg:
 
     def field(self) -> schema.Field | None:
         key = self.typed_as or self.sets
-        if key.startswith("model."):
-            return _model_field(key.split(".", 1)[1])
-        return schema.FIELDS.get(key) if key else None
+        if key and key in schema.FIELDS:
+            return schema.FIELDS[key]
+        return _section_field(key) if key else None
 
     def default_value(self) -> Any:
         """The declared default, else the field's (a Derived default is resolved by parse_args)."""
@@ -93,16 +93,14 @@ class Arg:
         return f"{self.name}={values}", "; ".join(w for w in words if w)
 
 
-def _model_field(name: str) -> schema.Field | None:
-    """A model field (AlbertConfig's) as a schema Field: its type and allowed values; its default is the preset's."""
-    from albert_jax.config import FIELD_CHOICES, AlbertConfig
-    from albert_jax.configs.overrides import field_types
-
-    types = field_types(AlbertConfig)
-    if name not in types:
+def _section_field(key: str) -> schema.Field | None:
+    """A field of a section that mirrors a dataclass (the model section: AlbertConfig registers its types and
+    allowed values) as a schema Field; its default is the preset's."""
+    found = section_field(key)
+    if found is None:
         return None
-    kinds, nullable = types[name]
-    return schema.Field(kinds[0].__name__, None, "", nullable=nullable, choices=FIELD_CHOICES.get(name, ()))
+    kinds, nullable, choices = found
+    return schema.Field(kinds[0].__name__, None, "", nullable=nullable, choices=choices)
 
 
 class Parsed(NamedTuple):
