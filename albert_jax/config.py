@@ -395,9 +395,13 @@ def _preset_table() -> dict[str, dict[str, Any]]:
         table[f"albert-{size}"] = table[f"albert-{size}-v2"]
         # Official Chinese models: WordPiece vocab of 21128 and ReLU (albert#58, #154).
         table[f"albert-{size}-zh"] = dict(dims, vocab_size=21128, hidden_act="relu", **no_dropout)
-    # A model small enough for a laptop CPU test in seconds.
-    table["smoke"] = dict(vocab_size=512, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+    # A model small enough for a laptop CPU test in seconds (the unit tests build on it).
+    table["tiny"] = dict(vocab_size=512, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+    # The smoke and cpu scales' model (experiments/pretrain.py, finetune.py; the ablations set E and sharing per row):
+    # it learns visibly in a few hundred CPU steps. The experiments replace vocab_size by the tokenizer's.
+    table["smoke"] = dict(vocab_size=512, embedding_size=64, hidden_size=128, num_hidden_layers=4,
+                          num_attention_heads=4, intermediate_size=256, max_position_embeddings=128)
     return table
 
 
@@ -422,7 +426,7 @@ def parse_overrides(text: str) -> dict[str, Any]:
 
 
 # `--set model.<field>=...` is typed by AlbertConfig's annotations (so None-able fields take `none`).
-register_section("model", AlbertConfig)
+register_section("model", AlbertConfig, FIELD_CHOICES)
 
 
 def model_section(cfg: AlbertConfig):

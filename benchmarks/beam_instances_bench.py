@@ -20,12 +20,12 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from albert_jax.tasks.pretraining import instances as D
+from albert_jax.tasks.pretraining import instances
 runner, workers, out, model, files = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
-cfg = D.PretrainingConfig(max_seq_length=128, dupe_factor=2)
+cfg = instances.PretrainingConfig(max_seq_length=128, dupe_factor=2)
 t = time.perf_counter()
 if runner == "local":
-    n = D.create_pretraining_data(files, model, out, cfg, workers=workers)["totals"]["instances"]
+    n = instances.create_pretraining_data(files, model, out, cfg, workers=workers)["totals"]["instances"]
 else:
     from albert_jax.tasks.pretraining.beam import create_with_beam
     n = create_with_beam(files, model, out, cfg, workers=workers)["totals"]["instances"]

@@ -102,7 +102,7 @@ def classification(name: str, tok, quick: bool, limit: int, batch=32, max_len=12
     import torch
 
     from albert_jax.data import bucketing
-    from albert_jax.tasks import features as F
+    from albert_jax.tasks import features
     from albert_jax.tasks.registry import make_task
     from albert_jax.training.state import fresh_params
 
@@ -118,11 +118,11 @@ def classification(name: str, tok, quick: bool, limit: int, batch=32, max_len=12
 
     def ours_batches(buckets):
         return [{k: jnp.asarray(b[k]) for k in keys}
-                for b in F.eval_batches(dev, batch, None, task.seq_keys, buckets)]
+                for b in features.eval_batches(dev, batch, None, task.seq_keys, buckets)]
 
     padded = ours_batches(())
     bucketed = ours_batches(bucketing.bucket_lengths(max_len, "auto"))
-    hf_batches = common.hf_dynamic_padding(F.eval_batches(dev, batch, None))  # in order, as HF would
+    hf_batches = common.hf_dynamic_padding(features.eval_batches(dev, batch, None))  # in order, as HF would
     labels = [str(i) for i in range(task.num_labels)]
     hf = _hf_model("AlbertForSequenceClassification", cfg, params, "sequence", labels)
 

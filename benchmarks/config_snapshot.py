@@ -10,10 +10,10 @@ import importlib.util
 import json
 import sys
 
-from albert_jax.ablations import registry as R
-from albert_jax.ablations import sweep as S
-from albert_jax.training import workdir as W
+from albert_jax.ablations import registry
+from albert_jax.ablations import sweep
 from albert_jax.configs.loader import jsonable
+from albert_jax.training import workdir
 
 # The fine-tuning stages' fingerprints hold their source's real path: one fixed path (nothing is written there) makes
 # them comparable between two checkouts.
@@ -56,12 +56,12 @@ def snapshot() -> dict:
     for v in out["configs"].values():
         if not v.startswith("ERR"):
             keys |= {"experiment." + k for k in _flat(json.loads(v))}
-    out["kinds"] = {k: W.kind_of(k) for k in sorted(keys)}
-    for name in sorted(R.load_registry()):
+    out["kinds"] = {k: workdir.kind_of(k) for k in sorted(keys)}
+    for name in sorted(registry.load_registry()):
         for scale in SCALES:
-            for p in S.plan(R.get(name), scale, RUNS):
+            for p in sweep.plan(registry.get(name), scale, RUNS):
                 for st in p.stages:
-                    out["fp"][f"{name}/{scale}/{p.row.name}/{st.name}"] = S.fingerprint(st)
+                    out["fp"][f"{name}/{scale}/{p.row.name}/{st.name}"] = sweep.fingerprint(st)
     return out
 
 

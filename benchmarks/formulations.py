@@ -39,32 +39,32 @@ def heads_last_core(q_BLND, k_BLND, v_BLND, bias_B11L, drop=lambda probs: probs)
 def heads_first_core(q_BLND, k_BLND, v_BLND, bias_B11L):
     """The same with the heads moved ahead of the positions: `layers.attention_core`, as the model calls it."""
     import jax.numpy as jnp
-    from albert_jax.modeling import layers as L
+    from albert_jax.modeling import layers
     q, k, v = (jnp.swapaxes(x, 1, 2) for x in (q_BLND, k_BLND, v_BLND))
-    return jnp.swapaxes(L.attention_core(q, k, v, bias_B11L), 1, 2)
+    return jnp.swapaxes(layers.attention_core(q, k, v, bias_B11L), 1, 2)
 
 
 def heads_last_block(p, x_BLH, mask_bias_B11L, config, dtype, rngs=(None, None), deterministic=True):
     """`layers.attention_block` with the core on [B, L, N, D] operands."""
-    from albert_jax.modeling import layers as L
-    q, k, v = (L.project("blh,hnd->blnd", x_BLH, p[n]["kernel"], dtype) + p[n]["bias"].astype(dtype)
+    from albert_jax.modeling import layers
+    q, k, v = (layers.project("blh,hnd->blnd", x_BLH, p[n]["kernel"], dtype) + p[n]["bias"].astype(dtype)
                for n in ("query", "key", "value"))
-    ctx = heads_last_core(q, k, v, mask_bias_B11L, lambda probs: L.dropout(
+    ctx = heads_last_core(q, k, v, mask_bias_B11L, lambda probs: layers.dropout(
         probs, config.attention_probs_dropout_prob, rngs[0], deterministic))
-    out = L.project("blnd,ndh->blh", ctx, p["output"]["kernel"], dtype) + p["output"]["bias"].astype(dtype)
-    out = L.dropout(out, config.hidden_dropout_prob, rngs[1], deterministic)
-    return L.post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out, config)
+    out = layers.project("blnd,ndh->blh", ctx, p["output"]["kernel"], dtype) + p["output"]["bias"].astype(dtype)
+    out = layers.dropout(out, config.hidden_dropout_prob, rngs[1], deterministic)
+    return layers.post_norm(p["LayerNorm"], x_BLH.astype(dtype) + out, config)
 
 
 @contextlib.contextmanager
 def _swapped(name: str, value):
-    from albert_jax.modeling import layers as L
-    saved = getattr(L, name)
-    setattr(L, name, value)  # the blocks look these up when the model is traced
+    from albert_jax.modeling import layers
+    saved = getattr(layers, name)
+    setattr(layers, name, value)  # the blocks look these up when the model is traced
     try:
         yield
     finally:
-        setattr(L, name, saved)
+        setattr(layers, name, saved)
 
 
 def heads_last():
@@ -122,7 +122,7 @@ def main(argv=None):
 
     import models
     import train_throughput as tt
-    from albert_jax.modeling import layers as L
+    from albert_jax.modeling import layers
     from albert_jax.modeling.model import AlbertModel
 
     cfg = models.model_config(a.model, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
@@ -139,7 +139,7 @@ def main(argv=None):
     params = nn.unbox(jax.jit(lambda r: model.init(r, feed[0])["params"])(jax.random.PRNGKey(0)))
 
     def core_build():
-        f = jax.jit(heads_last_core if L.attention_block is heads_last_block else heads_first_core)
+        f = jax.jit(heads_last_core if layers.attention_block is heads_last_block else heads_first_core)
         return (lambda: jax.block_until_ready(f(*qkv, bias))), jax.device_get(f(*qkv, bias)), {}
 
     def compiled(fn):  # traced now, under the formulation in force

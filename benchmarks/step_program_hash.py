@@ -17,7 +17,6 @@ import numpy as np
 from flax import linen as nn
 
 from albert_jax.config import preset
-from albert_jax.configs.scales import SMOKE_MODEL
 from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import optim
 from albert_jax.training import state as st
@@ -25,7 +24,7 @@ from albert_jax.training import step as ts
 
 
 def step_text(sharing: str) -> str:
-    cfg = preset("smoke", **SMOKE_MODEL).replace(vocab_size=4000, sharing=sharing)
+    cfg = preset("smoke").replace(vocab_size=4000, sharing=sharing)
     task = PretrainingTask("sop", max_seq_length=64, max_predictions_per_seq=10)
     tx = optim.make_optimizer("lamb", 1e-3, 100, 10)
     params = nn.unbox(st.abstract_params(task, cfg))

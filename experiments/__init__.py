@@ -1,1 +1,2 @@
-"""Experiments: executable config files. Each has `get_config(arg: str)`; see experiments/pretrain.py."""
+"""Experiments: executable config files. Each has `get_config(arg: str)` and declares its arguments (`ARGS`); see
+experiments/pretrain.py."""

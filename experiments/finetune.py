@@ -6,11 +6,9 @@ Run:
       --set data.tokenizer=workdirs/demo/table5/cpu/sop/pretrain --workdir W_random
   albert-jax finetune --config experiments/finetune.py:task=mrpc,init=<HF ALBERT dir>,scale=paper --workdir W
 
-Arguments after ':' (comma list): task=<name> (albert_jax/tasks/registry.py) or task=<your task file>.json (your own
-CSV/TSV/JSONL, CoNLL or SQuAD files: albert_jax/tasks/from_files.py, docs/finetuning.md), init=<pretraining or fine-tuning
-workdir | HuggingFace ALBERT/BERT directory | minilm | random>, scale=smoke|cpu|paper, seeds=<count>,
-preset=<model preset, for init=random>, head=default|pabee (pabee: a classifier after every layer, patience-based
-early exit), depth=<k> (0: the source's; k: an all-shared source applied k times), and model.<field>=<value>.
+Arguments after ':' (comma list): declared in ARGS below (`albert-jax config args experiments/finetune.py` prints
+them). task= is a registered task (albert_jax/tasks/registry.py) or your task file .json (your own CSV/TSV/JSONL,
+CoNLL or SQuAD files: albert_jax/tasks/from_files.py, docs/finetuning.md).
 
 Scales: `smoke` (tests: 256 examples per split, a few steps), `cpu` (this 2-core machine: minutes per seed; the
 same hyperparameters for every task, chosen once and not tuned per task: AdamW 1e-4, batch 32, 400 steps, 10%
@@ -26,9 +24,28 @@ from pathlib import Path
 import ml_collections
 
 from albert_jax.config import model_section, preset
-from albert_jax.configs import overrides as A
+from albert_jax.configs import overrides
 from albert_jax.configs import schema
-from albert_jax.configs.scales import PAPER_REMAT, SCALES, SMOKE_MODEL
+from albert_jax.configs.arguments import Arg, Derived, parse_args
+from albert_jax.configs.scales import PAPER_REMAT, SCALES
+
+ARGS = (
+    Arg("task", default="rt_sentiment", help="a registered task (albert_jax/tasks/registry.py) or a task file .json"),
+    Arg("init", typed_as="init", help="a pretraining or fine-tuning workdir, a HuggingFace ALBERT/BERT directory, "
+        "minilm or random"),
+    Arg("scale", allowed=SCALES, default="smoke", help="smoke (tests), cpu (minutes per seed on 2 cores) or paper"),
+    Arg("seeds", typed_as="num_seeds", default=Derived("1 at smoke, 3 at cpu, 5 at paper",
+                                                       lambda a: {"smoke": 1, "cpu": 3, "paper": 5}[a["scale"]]),
+        help="fine-tuning seeds; the median is reported"),
+    Arg("preset", default=Derived("albert-base at scale=paper, else smoke",
+                                  lambda a: "albert-base" if a["scale"] == "paper" else "smoke"),
+        help="the model preset, for init=random (albert_jax/config.py)"),
+    Arg("head", typed_as="head", help="default: the task's own; pabee: a classifier after every layer, "
+        "patience-based early exit"),
+    Arg("depth", typed_as="depth"),
+    Arg("model.<field>", help="a model field (AlbertConfig), typed as that field; with an init source, only "
+        "those fine-tuning may change"),
+)
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -37,11 +54,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     from albert_jax.tasks.protocol import protocol
     from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
 
-    args = A.split_arg(arg)
-    scale = args.pop("scale", "smoke")
-    if scale not in SCALES:
-        raise ValueError(f"scale={scale!r}: allowed {', '.join(SCALES)}")
-    task_name = args.pop("task", "rt_sentiment")
+    args, model_args = parse_args(arg, ARGS)
+    scale = args["scale"]
+    task_name = args["task"]
     if from_files.is_task_file(task_name):
         task_name = str(Path(task_name).resolve())  # the run may resume from another folder
     elif task_name not in TASKS:
@@ -53,20 +68,13 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     by_scale = lambda smoke, cpu, paper: {"smoke": smoke, "cpu": cpu, "paper": paper}[scale]  # noqa: E731
     c = ml_collections.ConfigDict()
     c.experiment, c.arg, c.scale = "finetune", arg, scale
-    num_seeds = A.parse_value("seeds", args.pop("seeds"), int) if "seeds" in args else by_scale(1, 3, 5)
-    if num_seeds < 1:
-        raise ValueError(f"seeds={num_seeds}: must be an integer >= 1")
     c.update(schema.section(
-        schema.FINETUNE_TOP, task=task_name, init=args.pop("init", "random"),
-        # default: the task's own head; pabee: a classifier after every layer, patience-based early exit
-        # (albert_jax/tasks/early_exit.py, docs/compression.md).
-        head=args.pop("head", "default"),
-        # 0: the source's depth; k: apply an all-shared source's layer k times (its weights serve any depth).
-        depth=A.parse_value("depth", args.pop("depth"), int) if "depth" in args else 0,
-        num_seeds=num_seeds))
+        schema.FINETUNE_TOP, task=task_name, init=args["init"],
+        # pabee: albert_jax/tasks/early_exit.py, docs/compression.md; an all-shared source's weights serve any depth.
+        head=args["head"], depth=args["depth"], num_seeds=args["seeds"]))
 
-    model_preset = args.pop("preset", "albert-base" if scale == "paper" else "smoke")
-    base = preset(model_preset, **(SMOKE_MODEL if model_preset == "smoke" else {}))
+    model_preset = args["preset"]
+    base = preset(model_preset)
     albert_dropout = row.albert_dropout if scale == "paper" else 0.0
     base = base.replace(hidden_dropout_prob=albert_dropout, attention_probs_dropout_prob=albert_dropout,
                         classifier_dropout_prob=row.classifier_dropout, vocab_size=1,
@@ -103,10 +111,6 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         keep_checkpoints=1)
     c.mesh = schema.section(schema.MESH)
     c.distributed = schema.section(schema.DISTRIBUTED)
-    model_args = {k: args.pop(k) for k in list(args) if k.startswith("model.")}
-    if args:
-        raise ValueError(f"unknown experiment argument(s) {sorted(args)}; allowed: task, init, scale, seeds, preset, "
-                         "head, depth, model.<field>")
     for key, raw in model_args.items():
-        A.set_field(c, key, raw)
+        overrides.set_field(c, key, raw)
     return c

@@ -21,8 +21,8 @@ import sys
 
 import pytest
 
-from albert_jax.ablations import registry as R
-from albert_jax.ablations import table as T
+from albert_jax.ablations import registry
+from albert_jax.ablations import table as ablation_table
 from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,7 +39,7 @@ EXTRA = {"table5": ["--seeds", "2", "--random-init"]}
 
 
 def run_and_check(name: str, runs) -> None:
-    exp = R.get(name)
+    exp = registry.get(name)
     env = user_env()  # a user's one-device process
     args = ["sweep", name, "--scale", "smoke", "--runs", str(runs), *FAST, *EXTRA.get(name, []), "--table"]
     seeds = int(EXTRA.get(name, ["--seeds", "1"])[1])
@@ -48,7 +48,7 @@ def run_and_check(name: str, runs) -> None:
     assert p.returncode == 0, f"albert-jax {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n" \
                               f"{p.stderr[-3000:]}"
     rows = [r.name for r in exp.rows_at("smoke")]
-    records = T.collect(exp, "smoke", runs)
+    records = ablation_table.collect(exp, "smoke", runs)
     assert [r["row"] for r in records] == rows
     for r in records:
         assert r["done"], (name, r["row"])
@@ -70,9 +70,9 @@ def run_and_check(name: str, runs) -> None:
     table = p.stdout[p.stdout.index("### "):]
     lines = {line.split(" | ")[0][2:]: line for line in table.splitlines() if line.startswith("| ")}
     for row in rows:
-        assert T.NOT_RUN not in lines[row], (name, row, lines[row])
+        assert ablation_table.NOT_RUN not in lines[row], (name, row, lines[row])
     assert f"{len(rows)}/{len(rows)} rows finished." in table
-    reference = T.reference_row(exp, records)
+    reference = ablation_table.reference_row(exp, records)
     for r in records:
         for key in r["est"]:
             assert (key in r["diff"]) == (r is not reference), (name, r["row"], key)
@@ -80,7 +80,7 @@ def run_and_check(name: str, runs) -> None:
         assert f"Pretraining seeds per row: {seeds}." in table
         assert "Fine-tuning seeds per pretraining seed: " in table and "cells in progress" not in table
         for task in exp.finetune:
-            assert f"Random init, {T.describe_arch(records[0]['arch'])}, {task} dev: " in table
+            assert f"Random init, {ablation_table.describe_arch(records[0]['arch'])}, {task} dev: " in table
             assert all(r["vs_random"][task] is not None for r in records)
         for check in exp.checks:
             verdict = next(line for line in table.splitlines() if line.startswith(f"- {check.statement}: **"))

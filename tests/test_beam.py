@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from albert_jax.tasks.pretraining import instances as D
+from albert_jax.tasks.pretraining import instances
 
 HAS_BEAM = importlib.util.find_spec("apache_beam") is not None
 
@@ -42,7 +42,7 @@ def corpus(tmp_path_factory):
 def local_records(files, tokenizer, out, cfg, seed) -> dict[str, bytes]:
     from array_record.python.array_record_module import ArrayRecordReader
 
-    D.create_pretraining_data(files, tokenizer, out, cfg, seed=seed, workers=1)
+    instances.create_pretraining_data(files, tokenizer, out, cfg, seed=seed, workers=1)
     records = {}
     for shard in range(len(files)):
         i = 0
@@ -61,7 +61,7 @@ def test_beam_writes_the_local_paths_records(corpus, tmp_path, task, workers):
     from albert_jax.tasks.pretraining.beam import create_with_beam, read_beam_records
 
     files, model, tok = corpus
-    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=2, task=task, nsp_buffer_docs=8)
+    cfg = instances.PretrainingConfig(max_seq_length=64, dupe_factor=2, task=task, nsp_buffer_docs=8)
     local = local_records(files, tok, tmp_path / "local", cfg, seed=7)
     summary = create_with_beam(files, str(model), tmp_path / "beam", cfg, seed=7, workers=workers)
     beam = read_beam_records(tmp_path / "beam")
@@ -77,7 +77,7 @@ def test_beam_output_trains(corpus, tmp_path):
     from albert_jax.tasks.pretraining.input import from_instances
 
     files, model, _ = corpus
-    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=1)
+    cfg = instances.PretrainingConfig(max_seq_length=64, dupe_factor=1)
     create_with_beam(files, str(model), tmp_path / "train", cfg, seed=1)
     create_with_beam(files[:1], str(model), tmp_path / "eval", cfg, seed=2)
     import ml_collections
@@ -151,7 +151,7 @@ def test_beam_reads_its_inputs_by_url(corpus, tmp_path):
     for f in files:
         (tmp_path / "store" / "docs").mkdir(parents=True, exist_ok=True)
         shutil.copy(f, tmp_path / "store" / "docs" / f.name)
-    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=1, task="nsp", nsp_buffer_docs=8)
+    cfg = instances.PretrainingConfig(max_seq_length=64, dupe_factor=1, task="nsp", nsp_buffer_docs=8)
     ordered = sorted(files, key=lambda f: f.name)  # a pattern expands in sorted order
     local = local_records(ordered, tok, tmp_path / "local", cfg, seed=3)
     # in_memory: the rooted:// filesystem is registered in this process only (a real one is imported by Beam)

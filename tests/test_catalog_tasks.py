@@ -26,7 +26,7 @@ from tensorflow_datasets.testing.mocking import RandomFakeGenerator
 from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_overrides
 from albert_jax.data import builders
-from albert_jax.data import tokenization as T
+from albert_jax.data import tokenization
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.classification import ClassificationTask
 from albert_jax.tasks.features import TaskDataError
@@ -161,13 +161,13 @@ def catalog_mock():
 @pytest.fixture(scope="module")
 def tokenizer_path(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("spm") / "sotu"
-    T.train_tokenizer(prefix, files=[FIXTURE], vocab_size=1000, seed=0)
+    tokenization.train_tokenizer(prefix, files=[FIXTURE], vocab_size=1000, seed=0)
     return Path(f"{prefix}.model")
 
 
 @pytest.fixture(scope="module")
 def tokenizer(tokenizer_path):
-    return T.load_tokenizer(tokenizer_path)
+    return tokenization.load_tokenizer(tokenizer_path)
 
 
 # ------------------------------------------------------------------------------------ registry vs the builders

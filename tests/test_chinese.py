@@ -11,7 +11,7 @@ import pytest
 from albert_jax.data import corpora
 from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
 from albert_jax.data.zh_segment import Segmenter, is_cjk
-from albert_jax.tasks.pretraining import instances as D
+from albert_jax.tasks.pretraining import instances
 
 L = 128
 
@@ -76,7 +76,7 @@ def test_ids_equal_transformers_bert_tokenizer(wp, pd_files):
 
 def read_ids(path, wp, mode):
     seg = None if mode == "char" else Segmenter(mode)
-    return list(D.read_documents(path, wp, segmenter=seg))
+    return list(instances.read_documents(path, wp, segmenter=seg))
 
 
 @pytest.mark.parametrize("mode", ["jieba", "gold"])
@@ -99,12 +99,12 @@ def test_segmentation_changes_boundaries_not_tokens(wp, pd_files, mode):
 
 def masked_records(wp, pd_files, mode, n=1500, seed=0):
     path = pd_files / ("words.txt" if mode == "gold" else "plain.txt")
-    cfg = D.PretrainingConfig(max_seq_length=L, dupe_factor=2, masking="dynamic")
+    cfg = instances.PretrainingConfig(max_seq_length=L, dupe_factor=2, masking="dynamic")
     rng = np.random.default_rng(seed)
-    recs = list(itertools.islice(D.create_instances(read_ids(path, wp, mode), cfg, wp.word_start, rng,
-                                                    specials=D.SpecialIds.of(wp)), n))
+    recs = list(itertools.islice(instances.create_instances(read_ids(path, wp, mode), cfg, wp.word_start, rng,
+                                                    specials=instances.SpecialIds.of(wp)), n))
     trace = []
-    masked = [D.mask_record(r, rng, vocab_size=wp.vocab_size, trace=trace, specials=D.SpecialIds.of(wp))
+    masked = [instances.mask_record(r, rng, vocab_size=wp.vocab_size, trace=trace, specials=instances.SpecialIds.of(wp))
               for r in recs]
     return recs, masked, trace
 
@@ -162,13 +162,14 @@ def test_word_masking_covers_whole_words_and_char_masking_does_not(by_mode, wp):
         assert whole_word_share(masked, lambda r: r["token_boundary"]) > 0.98
     gold_recs, _, _ = by_mode["gold"]
     rng = np.random.default_rng(3)
-    specials = D.SpecialIds.of(wp)
+    specials = instances.SpecialIds.of(wp)
     char_masked, truth = [], {}
     for r in gold_recs[:600]:
         n = int(r["input_mask"].sum())
         char_boundary = r["token_boundary"].copy()
         char_boundary[:n] = wp.word_start[r["input_ids"][:n]] | r["token_boundary"][:n].astype(bool)
-        m = D.mask_record(dict(r, token_boundary=char_boundary), rng, vocab_size=wp.vocab_size, specials=specials)
+        m = instances.mask_record(dict(r, token_boundary=char_boundary), rng, vocab_size=wp.vocab_size,
+                                  specials=specials)
         truth[id(m)] = r["token_boundary"]
         char_masked.append(m)
     assert whole_word_share(char_masked, lambda r: r["token_boundary"]) > 0.98  # whole "words" of its own
@@ -183,10 +184,10 @@ def test_bert_chinese_id_layout(tmp_path, pd_files, wp):
     (tmp_path / "vocab.txt").write_text("\n".join(head + pieces) + "\n", encoding="utf-8")
     tok = WordPieceTokenizer.load(tmp_path)
     assert (tok.cls_id, tok.sep_id, tok.mask_id, tok.replace_low) == (101, 102, 103, 104)
-    summary = D.create_pretraining_data([pd_files / "words.txt"], tmp_path / "vocab.txt", tmp_path / "out",
-                                        D.PretrainingConfig(max_seq_length=L, dupe_factor=1), zh_masking="gold")
+    summary = instances.create_pretraining_data([pd_files / "words.txt"], tmp_path / "vocab.txt", tmp_path / "out",
+                                        instances.PretrainingConfig(max_seq_length=L, dupe_factor=1), zh_masking="gold")
     assert summary["zh_masking"] == "gold" and summary["totals"]["word_later_tokens"] > 10000
-    recs = list(itertools.islice(D.read_records(D.shard_paths(tmp_path / "out")[0]), 400))
+    recs = list(itertools.islice(instances.read_records(instances.shard_paths(tmp_path / "out")[0]), 400))
     assert all(r["input_ids"][0] == 101 for r in recs)
     n = [int(r["input_mask"].sum()) for r in recs]
     assert all(r["input_ids"][k - 1] == 102 for r, k in zip(recs, n))
@@ -197,13 +198,14 @@ def test_bert_chinese_id_layout(tmp_path, pd_files, wp):
 def test_bad_chinese_inputs(tmp_path, pd_files, wp, capsys):
     from albert_jax.data.tokenization import train_tokenizer
 
-    cfg = D.PretrainingConfig(max_seq_length=L, dupe_factor=1)
+    cfg = instances.PretrainingConfig(max_seq_length=L, dupe_factor=1)
     # gold on running text: no segmentation to read
     with pytest.raises(ValueError, match=r"plain\.txt: zh_masking=gold needs word-segmented text"):
-        D.create_pretraining_data([pd_files / "plain.txt"], wp.vocab_path, tmp_path / "g", cfg, zh_masking="gold")
+        instances.create_pretraining_data([pd_files / "plain.txt"], wp.vocab_path, tmp_path / "g", cfg,
+                                          zh_masking="gold")
     # jieba on English: said, and the records are character (= the tokenizer's own) masking
     (tmp_path / "en.txt").write_text("The cat sat on the mat.\nIt was warm.\n\nAnother day came.\nRain fell.\n")
-    D.create_pretraining_data([tmp_path / "en.txt"], wp.vocab_path, tmp_path / "e", cfg, zh_masking="jieba")
+    instances.create_pretraining_data([tmp_path / "en.txt"], wp.vocab_path, tmp_path / "e", cfg, zh_masking="jieba")
     assert "holds no CJK text" in capsys.readouterr().err
     # a vocabulary without [MASK]
     (tmp_path / "v").mkdir()
@@ -214,7 +216,7 @@ def test_bad_chinese_inputs(tmp_path, pd_files, wp, capsys):
     spm = train_tokenizer(tmp_path / "spm", files=[pd_files / "plain.txt"], vocab_size=2000, seed=0,
                           character_coverage=0.98)
     with pytest.raises(ValueError, match="needs a WordPiece tokenizer"):
-        D.create_pretraining_data([pd_files / "plain.txt"], spm, tmp_path / "s", cfg, zh_masking="jieba")
+        instances.create_pretraining_data([pd_files / "plain.txt"], spm, tmp_path / "s", cfg, zh_masking="jieba")
     # mixed scripts: the Latin word (here [UNK] in a People's Daily vocabulary) starts a word; of 模型 (one jieba
     # word) 型 is marked as its later character
     ids, _ = wp.encode_with_offsets("ALBERT模型")

@@ -10,7 +10,7 @@ import pytest
 
 from albert_jax.config import ConfigError
 from albert_jax.configs.loader import apply_overrides, load_config
-from albert_jax.runs import distill as D
+from albert_jax.runs import distill as distill_run
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.registry import make_task
 
@@ -56,9 +56,9 @@ def test_mixed_loss_matches_a_hand_computation():
     base = make_task("rt_sentiment")
     t_logits = np.array([[2.0, -1.0], [0.5, 0.3], [-1.0, 1.5]], np.float32)
     labels = np.array([0, 1, 1], np.int32)
-    targets = D.TeacherTargets(t_logits, np.zeros((3, 4), np.float32), labels, {})
+    targets = distill_run.TeacherTargets(t_logits, np.zeros((3, 4), np.float32), labels, {})
     T, alpha = 3.0, 0.3
-    task = D.distill_task(base, targets, temperature=T, alpha=alpha, hidden_weight=0.0, student_hidden=4)
+    task = distill_run.distill_task(base, targets, temperature=T, alpha=alpha, hidden_weight=0.0, student_hidden=4)
     s = np.array([[0.1, 0.2], [1.0, -2.0], [0.0, 0.7]], np.float32)
     batch = {"label": jnp.asarray(labels), "teacher_logits": jnp.asarray(t_logits)}
     sums = task.sums(jnp.asarray(s), batch)
@@ -74,7 +74,7 @@ def test_mixed_loss_matches_a_hand_computation():
     loss = task.loss(sums, task.counts(batch))
     np.testing.assert_allclose(float(loss), (alpha * kd + (1 - alpha) * ce) / 3, rtol=1e-5)
     # alpha=0 is plain fine-tuning: the base task's loss exactly.
-    plain = D.distill_task(base, targets, temperature=T, alpha=0.0, hidden_weight=0.0, student_hidden=4)
+    plain = distill_run.distill_task(base, targets, temperature=T, alpha=0.0, hidden_weight=0.0, student_hidden=4)
     np.testing.assert_allclose(float(plain.loss(plain.sums(jnp.asarray(s), batch), plain.counts(batch))),
                                float(base.loss(base.sums(jnp.asarray(s), batch), base.counts(batch))), rtol=1e-6)
     # A student that already equals the teacher gets no gradient from the soft term.
@@ -89,7 +89,7 @@ def test_teacher_into_an_all_shared_student_with_another_tokenizer(teacher, stud
     c = student_config(teacher, student_tok, ["model.hidden_size=48", "model.intermediate_size=96"],
                        temperature=2.0, alpha=0.7, hidden_weight=0.5)
     wd = tmp_path / "student"
-    r = D.distill(c, str(wd))
+    r = distill_run.distill(c, str(wd))
     d = r["distill"]
     # The teacher scored the 64 training examples once, with its own tokenizer; the cache names it.
     info = json.loads((wd / "teacher" / "teacher.json").read_text())
@@ -115,47 +115,47 @@ def test_teacher_into_an_all_shared_student_with_another_tokenizer(teacher, stud
     assert set(src.head()) == {"classifier"}
     # A rerun trains nothing and reuses the teacher's targets.
     before = (wd / "teacher" / "teacher.npz").stat().st_mtime_ns, (wd / "seed-0" / "results.json").stat().st_mtime_ns
-    D.distill(c, str(wd))
+    distill_run.distill(c, str(wd))
     assert ((wd / "teacher" / "teacher.npz").stat().st_mtime_ns,
             (wd / "seed-0" / "results.json").stat().st_mtime_ns) == before
 
 
 def test_bad_teachers_and_settings_are_named(teacher, student_tok, tmp_path):
-    with pytest.raises(D.DistillError, match="several fine-tuning seeds"):
-        D.distill(student_config(teacher.parent, student_tok), str(tmp_path / "a"))
-    with pytest.raises(D.DistillError, match="not a fine-tuning run"):
-        D.distill(student_config(tmp_path, student_tok), str(tmp_path / "b"))
+    with pytest.raises(distill_run.DistillError, match="several fine-tuning seeds"):
+        distill_run.distill(student_config(teacher.parent, student_tok), str(tmp_path / "a"))
+    with pytest.raises(distill_run.DistillError, match="not a fine-tuning run"):
+        distill_run.distill(student_config(tmp_path, student_tok), str(tmp_path / "b"))
     c = student_config(teacher, student_tok)
     c.task = "wordnet_wic"
-    with pytest.raises(D.DistillError, match="fine-tuned on 'rt_sentiment', not on task 'wordnet_wic'"):
-        D.distill(c, str(tmp_path / "c"))
+    with pytest.raises(distill_run.DistillError, match="fine-tuned on 'rt_sentiment', not on task 'wordnet_wic'"):
+        distill_run.distill(c, str(tmp_path / "c"))
     # Targets cached for one teacher setting are not silently reused for another.
-    t = D.teacher_targets(str(teacher), "rt_sentiment", limit=64, cache_dir=str(tmp_path / "cache"))
-    with pytest.raises(D.DistillError, match="targets of another teacher"):
-        D.teacher_targets(str(teacher), "rt_sentiment", limit=48, cache_dir=str(tmp_path / "cache"))
+    t = distill_run.teacher_targets(str(teacher), "rt_sentiment", limit=64, cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(distill_run.DistillError, match="targets of another teacher"):
+        distill_run.teacher_targets(str(teacher), "rt_sentiment", limit=48, cache_dir=str(tmp_path / "cache"))
     from albert_jax.data.tokenization import load_tokenizer
     tok = load_tokenizer(student_tok)
     # Hidden-state matching needs equal widths: no projection is learned.
-    task = D.distill_task(make_task("rt_sentiment"), t, temperature=2, alpha=0.5, hidden_weight=1.0,
+    task = distill_run.distill_task(make_task("rt_sentiment"), t, temperature=2, alpha=0.5, hidden_weight=1.0,
                           student_hidden=32)
-    with pytest.raises(D.DistillError, match="hidden size 48 is not the student's 32"):
+    with pytest.raises(distill_run.DistillError, match="hidden size 48 is not the student's 32"):
         task.prepare(tok, 32, limit=64)
     # Teacher targets in another order than the student's examples are refused, not trained on.
-    shuffled = D.TeacherTargets(t.logits[::-1], t.pooled[::-1], t.labels[::-1], t.info)
-    task = D.distill_task(make_task("rt_sentiment"), shuffled, temperature=2, alpha=0.5, hidden_weight=0,
+    shuffled = distill_run.TeacherTargets(t.logits[::-1], t.pooled[::-1], t.labels[::-1], t.info)
+    task = distill_run.distill_task(make_task("rt_sentiment"), shuffled, temperature=2, alpha=0.5, hidden_weight=0,
                           student_hidden=32)
     if (t.labels != t.labels[::-1]).any():
-        with pytest.raises(D.DistillError, match="same examples in the same order"):
+        with pytest.raises(distill_run.DistillError, match="same examples in the same order"):
             task.prepare(tok, 32, limit=64)
     with pytest.raises(ConfigError, match="distill.alpha"):
-        D.distill(student_config(teacher, student_tok, alpha=1.5), str(tmp_path / "e"))
+        distill_run.distill(student_config(teacher, student_tok, alpha=1.5), str(tmp_path / "e"))
     with pytest.raises(ConfigError, match="distill.teacher is empty"):
         c = student_config(teacher, student_tok)
         c.distill.teacher = ""
-        D.distill(c, str(tmp_path / "f"))
+        distill_run.distill(c, str(tmp_path / "f"))
     c = student_config(teacher, student_tok)
     c.head = "pabee"
-    with pytest.raises(D.DistillError, match="default head"):
-        D.distill(c, str(tmp_path / "g"))
-    with pytest.raises(D.DistillError, match="classification task"):
-        D.distill_task(make_task("pd_pos"), None, temperature=2, alpha=0.5, hidden_weight=0, student_hidden=4)
+    with pytest.raises(distill_run.DistillError, match="default head"):
+        distill_run.distill(c, str(tmp_path / "g"))
+    with pytest.raises(distill_run.DistillError, match="classification task"):
+        distill_run.distill_task(make_task("pd_pos"), None, temperature=2, alpha=0.5, hidden_weight=0, student_hidden=4)

@@ -157,13 +157,13 @@ def test_unsupported_task_and_depth_are_refused(tiny_pretrained, tmp_path):
 def test_export_refuses_hf_and_round_trips_params(pabee_run, tmp_path):
     """HF has no class with one classifier per layer: --to hf is refused by name; --to params keeps every exit."""
     from albert_jax.interop.params_export import load_params_export
-    from albert_jax.runs import export as E
+    from albert_jax.runs import export
 
     wd, _ = pabee_run
-    run = E.resolve_run(str(wd))
-    with pytest.raises(E.ExportRefused, match="AlbertForEarlyExit.*--to params"):
-        E.hf_target(run)
-    out = E.export_params(run, tmp_path / "params")
+    run = export.resolve_run(str(wd))
+    with pytest.raises(export.ExportRefused, match="AlbertForEarlyExit.*--to params"):
+        export.hf_target(run)
+    out = export.export_params(run, tmp_path / "params")
     cfg, params = load_params_export(out)
     assert cfg.num_hidden_layers == 4
     for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(run.params)):

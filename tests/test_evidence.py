@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from albert_jax.ablations import evidence as E
+from albert_jax.ablations import evidence
 from albert_jax.ablations import stats
 from albert_jax.training import examples
 
@@ -14,23 +14,24 @@ def test_seeded_dirs_in_seed_order_and_not_the_random_init_stage(tmp_path):
     for name in ("pretrain", "pretrain-seed-10", "pretrain-seed-2", "finetune-x", "finetune-x-random",
                  "finetune-x-seed-1", "pretrain-seed-x"):
         (tmp_path / name).mkdir()
-    assert [p.name for p in E.seeded_dirs(tmp_path, "pretrain")] == ["pretrain", "pretrain-seed-2", "pretrain-seed-10"]
-    assert [p.name for p in E.seeded_dirs(tmp_path, "finetune-x")] == ["finetune-x", "finetune-x-seed-1"]
+    assert [p.name for p in evidence.seeded_dirs(tmp_path, "pretrain")] == ["pretrain", "pretrain-seed-2",
+                                                                           "pretrain-seed-10"]
+    assert [p.name for p in evidence.seeded_dirs(tmp_path, "finetune-x")] == ["finetune-x", "finetune-x-seed-1"]
 
 
 def _finetune_seed(directory, seed, pred, label, index, dev_accuracy):
     d = directory / f"seed-{seed}"
     d.mkdir(parents=True)
     (d / "results.json").write_text(json.dumps({"seed": seed, "dev": {"accuracy": dev_accuracy}}))
-    examples.save_examples(str(d / E.BEST_EXAMPLES_FILE), {"dev": {"pred": np.array(pred), "label": np.array(label),
-                                                               "index": np.array(index)}})
+    examples.save_examples(str(d / evidence.BEST_EXAMPLES_FILE),
+                           {"dev": {"pred": np.array(pred), "label": np.array(label), "index": np.array(index)}})
 
 
 def test_finetune_samples_are_per_example_correctness_in_example_order(tmp_path):
     # Written in batch order with a padding row (index -1); read back sorted by example index.
     _finetune_seed(tmp_path / "ft", 0, pred=[1, 0, 1, 1], label=[1, 1, 0, 0], index=[2, 0, 1, -1], dev_accuracy=1 / 3)
     _finetune_seed(tmp_path / "ft", 1, pred=[0, 0, 0, 0], label=[1, 1, 0, 0], index=[2, 0, 1, -1], dev_accuracy=1 / 3)
-    ts = E.finetune_samples([tmp_path / "ft"], "accuracy")
+    ts = evidence.finetune_samples([tmp_path / "ft"], "accuracy")
     np.testing.assert_array_equal(ts.samples[0], [0.0, 0.0, 1.0])  # examples 0, 1, 2: wrong, wrong, right
     np.testing.assert_array_equal(ts.samples[1], [0.0, 1.0, 0.0])
     assert ts.values == [pytest.approx(1 / 3)] * 2
@@ -43,35 +44,35 @@ def test_a_seed_without_its_examples_makes_the_interval_over_seeds_only(tmp_path
     d = tmp_path / "ft" / "seed-1"
     d.mkdir()
     (d / "results.json").write_text(json.dumps({"seed": 1, "dev": {"accuracy": 0.5}}))
-    ts = E.finetune_samples([tmp_path / "ft"], "accuracy")
+    ts = evidence.finetune_samples([tmp_path / "ft"], "accuracy")
     assert ts.samples == [1.0, 0.5]
     assert stats.estimate(ts.samples).over == "seeds"
 
 
 def test_a_table_says_how_many_fine_tuning_seeds_stand_behind_each_cell(tmp_path):
     """Mid-sweep, one pretraining seed's fine-tunes are listed as such; when every cell is complete, one line."""
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
 
     for seed in (0, 1):
         _finetune_seed(tmp_path / "ft", seed, pred=[1], label=[1], index=[0], dev_accuracy=1.0)
     (tmp_path / "ft-seed-1").mkdir()
-    ts = E.finetune_samples([tmp_path / "ft", tmp_path / "ft-seed-1"], "accuracy")
+    ts = evidence.finetune_samples([tmp_path / "ft", tmp_path / "ft-seed-1"], "accuracy")
     assert ts.per_pretraining == (2, 0)
-    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [], finetune=("t",))
+    exp = registry.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [], finetune=("t",))
     records = [{"row": r, "pretrain_seeds": 3, "finetune": {"t": {"per_pretraining": c}}}
                for r, c in (("a", ts.per_pretraining), ("b", (2, 2, 2)))]
-    assert T.finetune_seed_lines(exp, records) == [
+    assert table.finetune_seed_lines(exp, records) == [
         "Fine-tuning cells in progress (finished fine-tuning seeds under pretraining seed 0+1+...): a t 2+0+0; "
         "b t 2+2+2."]
     records[0]["finetune"]["t"]["per_pretraining"] = (2, 2, 2)
-    assert T.finetune_seed_lines(exp, records) == ["Fine-tuning seeds per pretraining seed: 2."]
+    assert table.finetune_seed_lines(exp, records) == ["Fine-tuning seeds per pretraining seed: 2."]
 
 
 @pytest.mark.parametrize("value,majority,flag", [(0.520, 0.509, True), (0.529, 0.509, True), (0.530, 0.509, False),
                                                  (0.491, 0.509, True), (0.700, 0.509, False), (0.9, None, False)])
 def test_did_not_learn_within_two_points_of_the_majority(value, majority, flag):
-    assert E.did_not_learn(value, majority) is flag
+    assert evidence.did_not_learn(value, majority) is flag
 
 
 def _est(value, low, high):
@@ -84,7 +85,7 @@ def _est(value, low, high):
     (_est(0.01, -0.02, 0.04), "higher", "not resolved"),
 ])
 def test_a_reading_against_another_row(diff, expect, verdict):
-    c = E.Check("s", "eval/sop_accuracy", "SOP", "NSP", expect)
+    c = evidence.Check("s", "eval/sop_accuracy", "SOP", "NSP", expect)
     assert c.verdict({}, {("SOP", "NSP", "eval/sop_accuracy"): diff})[0] == verdict
     assert c.verdict({}, {})[0] == "not run"
 
@@ -96,46 +97,46 @@ def test_a_reading_against_another_row(diff, expect, verdict):
     (_est(0.51, 0.49, 0.53), "higher", "not resolved"),
 ])
 def test_a_reading_against_chance(est, expect, verdict):
-    c = E.Check("s", "eval/sop_accuracy", "NSP", "chance", expect)
+    c = evidence.Check("s", "eval/sop_accuracy", "NSP", "chance", expect)
     assert c.verdict({"NSP": {"eval/sop_accuracy": est}}, {})[0] == verdict
 
 
 def test_a_reading_on_a_row_that_did_not_learn_is_not_resolved(tmp_path):
     """A fine-tuned row stuck at the majority class is flagged, and a reading that compares it is not taken as
     evidence either way (the demo's NSP row once made 'SOP fine-tunes better' look reproduced)."""
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
 
-    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
-                       checks=(E.Check("a beats b", "ft:t", "a", "b", "higher"),))
+    exp = registry.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
+                       checks=(evidence.Check("a beats b", "ft:t", "a", "b", "higher"),))
     learnt = {"did_not_learn": False}
     records = [{"row": "a", "est": {}, "samples": {"ft:t": [0.8, 0.81]}, "finetune": {"t": learnt}},
                {"row": "b", "est": {}, "samples": {"ft:t": [0.5, 0.5]}, "finetune": {"t": {"did_not_learn": True}}}]
     for r in records:
         r["eval_set"] = ""
-    [(check, verdict, words)] = T.check_readings(exp, records)
+    [(check, verdict, words)] = table.check_readings(exp, records)
     assert (verdict, words) == ("not resolved", "b did not learn")
     records[1]["finetune"]["t"] = learnt
-    assert T.check_readings(exp, records)[0][1] == "reproduced"
+    assert table.check_readings(exp, records)[0][1] == "reproduced"
 
 
 def test_a_reading_from_an_unfinished_row_says_so_far(tmp_path):
     """A verdict drawn while a row is still running is marked "so far" and names that row; once both rows are
     done it is the plain verdict."""
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
 
-    exp = R.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
-                       checks=(E.Check("a beats b", "ft:t", "a", "b", "higher"),))
+    exp = registry.Experiment(name="x", title="x", reading="x", columns=(), rows=lambda s: [],
+                       checks=(evidence.Check("a beats b", "ft:t", "a", "b", "higher"),))
     learnt = {"did_not_learn": False}
     records = [{"row": "a", "est": {}, "samples": {"ft:t": [0.8, 0.81]}, "finetune": {"t": learnt},
                 "eval_set": "", "done": False},
                {"row": "b", "est": {}, "samples": {"ft:t": [0.5, 0.5]}, "finetune": {"t": learnt},
                 "eval_set": "", "done": True}]
-    [(check, verdict, words)] = T.check_readings(exp, records)
+    [(check, verdict, words)] = table.check_readings(exp, records)
     assert verdict == "reproduced so far" and words.endswith("; a not finished"), (verdict, words)
     records[0]["done"] = True
-    [(check, verdict, words)] = T.check_readings(exp, records)
+    [(check, verdict, words)] = table.check_readings(exp, records)
     assert verdict == "reproduced" and "not finished" not in words
 
 
@@ -149,10 +150,10 @@ def _accuracy(n, right, seed=0):
 def test_the_downstream_mean_averages_only_the_tasks_that_respond_to_pretraining():
     """Hand-built rows: both beat random init on `a` (80% and 70% vs 60%, 1,000 examples: resolved) and neither on
     `b` (50% vs 50%): the mean is `a` alone, and row B's difference to A is -10 points, resolved."""
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
 
-    exp = R.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
+    exp = registry.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
     rnd = {"a": [_accuracy(1000, 600, 1)], "b": [_accuracy(1000, 500, 2)]}
     records = []
     for name, right_a in (("A", 800), ("B", 700)):
@@ -160,48 +161,49 @@ def test_the_downstream_mean_averages_only_the_tasks_that_respond_to_pretraining
         records.append({"row": name, "samples": samples, "random_samples": rnd, "est": {}, "diff": {},
                         "finetune": {"a": {}, "b": {}},
                         "vs_random": {t: stats.difference(samples[f"ft:{t}"], rnd[t]) for t in ("a", "b")}})
-    assert T.responding_tasks(exp, records) == {"a": (2, 2), "b": (0, 2)}
-    T._add_task_mean(exp, records, records[0])
+    assert table.responding_tasks(exp, records) == {"a": (2, 2), "b": (0, 2)}
+    table._add_task_mean(exp, records, records[0])
     a, b = records
     assert a["responding"] == ["a"]
     assert a["est"]["ft:mean"].value == pytest.approx(0.8) and b["est"]["ft:mean"].value == pytest.approx(0.7)
     d = b["diff"]["ft:mean"]
     assert d.value == pytest.approx(-0.1) and d.resolved
     assert a["vs_random"]["mean"].value == pytest.approx(0.2) and a["vs_random"]["mean"].resolved
-    assert ("Downstream: mean of the responding tasks (ours)", "ours:ft:mean") in T.columns(exp)
-    assert T.cell(b, "ours:ft:mean").startswith("70.0 [") and "Δ -10.0" in T.cell(b, "ours:ft:mean")
-    one = R.Experiment("y", "y", "y", columns=(), rows=lambda s: [], finetune=("a",))
-    assert all(k != "ours:ft:mean" for _, k in T.columns(one))  # one task: its own column is the headline
+    assert ("Downstream: mean of the responding tasks (ours)", "ours:ft:mean") in table.columns(exp)
+    assert table.cell(b, "ours:ft:mean").startswith("70.0 [") and "Δ -10.0" in table.cell(b, "ours:ft:mean")
+    one = registry.Experiment("y", "y", "y", columns=(), rows=lambda s: [], finetune=("a",))
+    assert all(k != "ours:ft:mean" for _, k in table.columns(one))  # one task: its own column is the headline
 
 
 def test_no_responding_task_is_said_not_averaged():
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
 
-    exp = R.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
+    exp = registry.Experiment("x", "x", "x", columns=(), rows=lambda s: [], finetune=("a", "b"))
     same = [_accuracy(500, 250, 5)]
     rec = {"row": "A", "samples": {"ft:a": same, "ft:b": same}, "random_samples": {"a": same, "b": same},
            "est": {}, "diff": {}, "finetune": {}, "vs_random": {t: stats.difference(same, same) for t in "ab"}}
-    T._add_task_mean(exp, [rec], rec)
+    table._add_task_mean(exp, [rec], rec)
     assert rec["responding"] == [] and "ft:mean" not in rec["est"]
-    assert T.cell(rec, "ours:ft:mean") == "no task responds"
+    assert table.cell(rec, "ours:ft:mean") == "no task responds"
 
 
 def test_a_table_finds_the_tasks_a_sweep_added_with_tasks(tmp_path):
-    from albert_jax.ablations import registry as R
-    from albert_jax.ablations import sweep as S
-    from albert_jax.ablations import table as T
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import sweep
+    from albert_jax.ablations import table
 
-    exp = R.get("table5")
+    exp = registry.get("table5")
     row = exp.rows_at("smoke")[0]
-    d = S.row_directory(tmp_path, "table5", "smoke", row)
+    d = sweep.row_directory(tmp_path, "table5", "smoke", row)
     for name in ("finetune-rt_sentiment", "finetune-verse_paraphrase-seed-1", "finetune-wordnet_wic-random",
                  "finetune-not_a_task"):
         (d / name).mkdir(parents=True)
-    assert T.with_found_tasks(exp, "smoke", tmp_path).finetune == ("rt_sentiment", "verse_paraphrase", "wordnet_wic")
-    with pytest.raises(R.ExperimentError, match="unknown task 'verse_paraphase'.*did you mean verse_paraphrase"):
+    found = table.with_found_tasks(exp, "smoke", tmp_path)
+    assert found.finetune == ("rt_sentiment", "verse_paraphrase", "wordnet_wic")
+    with pytest.raises(registry.ExperimentError, match="unknown task 'verse_paraphase'.*did you mean verse_paraphrase"):
         exp.with_tasks(["verse_paraphase"])
-    plans = S.plan(exp.with_tasks(["wordnet_wic"]), "smoke", tmp_path, seeds=2)
+    plans = sweep.plan(exp.with_tasks(["wordnet_wic"]), "smoke", tmp_path, seeds=2)
     assert {s.name for s in plans[0].stages} >= {"finetune-wordnet_wic", "finetune-wordnet_wic-seed-1"}
-    cmd = S.launch_commands(exp, "smoke", tmp_path, [plans[:1]], [], 2, None, ["wordnet_wic"])[0]
+    cmd = sweep.launch_commands(exp, "smoke", tmp_path, [plans[:1]], [], 2, None, ["wordnet_wic"])[0]
     assert "--tasks wordnet_wic" in cmd

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from albert_jax.ablations import registry as R
+from albert_jax.ablations import registry
 from albert_jax.ablations.sweep import plan
 from albert_jax.config import model_from_section
 from albert_jax.configs.loader import load_config
@@ -23,9 +23,9 @@ def test_variants_select_model_and_task():
 
 
 def test_bad_arguments_and_overrides_are_named():
-    with pytest.raises(ValueError, match=r"unknown experiment argument\(s\) \['colour'\]"):
+    with pytest.raises(ValueError, match=r"unknown experiment argument 'colour'; allowed: scale, lang, preset, "):
         load_config("experiments/pretrain.py:colour=red")
-    with pytest.raises(ValueError, match="scale='huge'"):
+    with pytest.raises(ValueError, match="scale='huge': must be one of smoke, cpu, paper"):
         load_config("experiments/pretrain.py:scale=huge")
     with pytest.raises(FileNotFoundError, match="experiments/nope.py does not exist"):
         load_config("experiments/nope.py")
@@ -56,7 +56,7 @@ def test_every_experiments_smoke_rows_read_their_corpus_smoke_subset():
     """A row that switches the corpus (zh_masking's People's Daily) still reads that corpus's smoke subset: the
     English 100 documents leave People's Daily without a validation split, and its sweep stops."""
     seen = set()
-    for exp in R.load_registry().values():
+    for exp in registry.load_registry().values():
         for p in plan(exp, "smoke", Path("runs")):
             pre = [s for s in p.stages if s.kind == "pretrain"]
             if pre and not p.row.warm_start:
@@ -65,3 +65,72 @@ def test_every_experiments_smoke_rows_read_their_corpus_smoke_subset():
                     assert d.max_docs == SMOKE_DOCS[d.corpus], (exp.name, p.row.name, d.corpus, d.max_docs)
                     seen.add(d.corpus)
     assert seen == set(SMOKE_DOCS)
+
+
+# ------------------------------------------------------------------------------------------------ declared arguments
+ARG_FILES = ("pretrain", "finetune", "distill", "table4")
+
+
+@pytest.mark.parametrize("name", ARG_FILES)
+def test_an_unknown_argument_is_one_line_listing_the_declared_ones(name):
+    from albert_jax.configs.arguments import declared_args
+    from albert_jax.configs.loader import find_config_file, load_module
+
+    declared = declared_args(load_module(find_config_file(f"experiments/{name}.py")))
+    allowed = ", ".join(a.name for a in declared)
+    with pytest.raises(ValueError) as e:
+        load_config(f"experiments/{name}.py:colour=red")
+    assert str(e.value) == f"unknown experiment argument 'colour'; allowed: {allowed}"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("pretrain.py:lang=fr", "lang='fr': must be one of en, zh"),
+    ("pretrain.py:task=mlm", "task='mlm': must be one of sop, nsp, none"),  # the schema's values for data.task
+    ("pretrain.py:sharing=half", "sharing='half': must be one of all, attention, ffn, none"),  # AlbertConfig's
+    ("pretrain.py:embed=wide", "embed='wide': expected a value of type int"),
+    ("finetune.py:seeds=0", "seeds=0: must be an integer >= 1"),  # the schema's check of num_seeds
+    ("finetune.py:head=tall", "head='tall': must be one of default, pabee"),
+    ("distill.py:temperature=0", "temperature=0.0: must be a finite number > 0.0"),
+    ("table4.py:scale=huge", "scale='huge': must be one of smoke, cpu, paper"),
+])
+def test_a_bad_value_is_one_line_from_the_declaration(spec, message):
+    with pytest.raises(ValueError) as e:
+        load_config(f"experiments/{spec}")
+    assert str(e.value) == message
+
+
+def test_parse_args_defaults_shorthands_and_patterns():
+    from albert_jax.configs.arguments import Arg, Derived, parse_args
+
+    declared = (Arg("scale", allowed=("a", "b"), default="a"),
+                Arg("steps", int, default=Derived("2 at a, 5 at b", lambda v: {"a": 2, "b": 5}[v["scale"]])),
+                Arg("seeds", typed_as="num_seeds", default=1),
+                Arg("embed", sets="model.embedding_size"),
+                Arg("model.<field>"))
+    values, sets = parse_args("scale=b", declared)
+    assert values == {"scale": "b", "steps": 5, "seeds": 1} and sets == {}
+    values, sets = parse_args("steps=1e1,embed=32,model.sharing=ffn,seeds=3", declared)
+    assert values == {"scale": "a", "steps": 10, "seeds": 3}
+    assert sets == {"model.embedding_size": "32", "model.sharing": "ffn"}  # raw: typed where they are set
+    with pytest.raises(ValueError, match="^unknown experiment argument 'model.'; allowed: scale, steps, seeds, embed, "
+                       "model.<field>$"):
+        parse_args("model.=1", declared)
+
+
+@pytest.mark.parametrize("name", ARG_FILES)
+def test_config_args_prints_every_declared_argument(capsys, name):
+    from albert_jax.configs.arguments import declared_args
+    from albert_jax.configs.loader import find_config_file, load_module
+    from albert_jax.main import main
+
+    assert main(["config", "args", f"experiments/{name}.py"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"experiments/{name}.py:<arguments>, a comma list of key=value:"
+    declared = declared_args(load_module(find_config_file(f"experiments/{name}.py")))
+    assert [line.split()[0].split("=")[0] for line in lines[1:]] == [a.name for a in declared]
+    if name == "pretrain":
+        assert any(line.split()[0] == "scale=smoke|cpu|paper" and line.endswith("default 'smoke'") for line in lines)
+        assert any(line.split()[0] == "task=sop|nsp|none" and "default 'sop'" in line for line in lines)
+    if name == "finetune":
+        assert any(line.startswith("  seeds=<int>") and "default: 1 at smoke, 3 at cpu, 5 at paper" in line
+                   for line in lines)

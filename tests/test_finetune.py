@@ -143,7 +143,7 @@ def test_evaluation_counts_every_example_once_over_a_padded_last_batch():
     from albert_jax.training import state as st
     from albert_jax.training.step import make_eval_step
 
-    cfg = preset("smoke", num_hidden_layers=1, vocab_size=50, classifier_dropout_prob=0.0)
+    cfg = preset("tiny", num_hidden_layers=1, vocab_size=50, classifier_dropout_prob=0.0)
     model = task.model(cfg)
     params = st.fresh_params(task, cfg, jax.random.PRNGKey(0))
     eval_step = jax.jit(make_eval_step(task, model))

@@ -40,7 +40,7 @@ def _loss_and_grads(cfg, ids, mask, pack_ids, positions):
 @pytest.mark.parametrize("sharing, scan, packed", [("all", True, False), ("none", False, False),
                                                    ("attention", True, True)])
 def test_the_model_computes_what_its_earlier_formulation_did(earlier, sharing, scan, packed):
-    cfg = preset("smoke", embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+    cfg = preset("tiny", embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
                  intermediate_size=64, sharing=sharing, scan_layers=scan, hidden_dropout_prob=0.1,
                  attention_probs_dropout_prob=0.1)
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ from albert_jax.config import preset
 from albert_jax.modeling.init_tricks import InitError, init_from_group0, warm_start_deeper
 from albert_jax.modeling import AlbertForPreTraining
 
-SRC = preset("smoke", num_hidden_layers=4)
+SRC = preset("tiny", num_hidden_layers=4)
 IDS = jnp.asarray(np.random.default_rng(0).integers(5, 500, (2, 10)), jnp.int32)
 
 

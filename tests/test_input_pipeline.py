@@ -3,7 +3,7 @@ import jax
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from albert_jax.data import input_pipeline as ip
 from albert_jax.data import builders, fetch
@@ -56,7 +56,7 @@ def test_state_restore_gives_exactly_the_next_batch():
 def test_global_arrays_sharded_over_8_devices():
     assert jax.device_count() == 8
     mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ("data", "fsdp"))
-    sharding = NamedSharding(mesh, P(("data", "fsdp")))
+    sharding = NamedSharding(mesh, PartitionSpec(("data", "fsdp")))
     it = ip.make_batch_iterator(SOURCE, to_arrays, 16, seed=1, sharding=sharding)
     batch = next(it)
     assert isinstance(batch["x"], jax.Array) and batch["x"].shape == (16, 3)
@@ -97,11 +97,11 @@ def test_over_a_built_tfds_source(tmp_path):
         return {"ids": out, "label": np.int32(rec["label"])}
 
     mesh = Mesh(np.array(jax.devices()), ("data",))
-    it = ip.make_batch_iterator(src, transform, 32, seed=0, sharding=NamedSharding(mesh, P("data")))
+    it = ip.make_batch_iterator(src, transform, 32, seed=0, sharding=NamedSharding(mesh, PartitionSpec("data")))
     take(it, 2)
     state = it.get_state()
     nxt = take(it, 1)
-    again = ip.make_batch_iterator(src, transform, 32, seed=0, sharding=NamedSharding(mesh, P("data")))
+    again = ip.make_batch_iterator(src, transform, 32, seed=0, sharding=NamedSharding(mesh, PartitionSpec("data")))
     again.set_state(state)
     assert_same(take(again, 1), nxt)
     assert nxt[0]["ids"].shape == (32, 64) and set(np.unique(nxt[0]["label"])) <= {0, 1}

@@ -11,7 +11,7 @@ from albert_jax.modeling import (AlbertForMultipleChoice, AlbertForPreTraining, 
                                  AlbertModel)
 
 B, S = 2, 12
-TINY = preset("smoke", num_hidden_layers=4, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+TINY = preset("tiny", num_hidden_layers=4, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 
 
 def batch(seed=0, vocab=TINY.vocab_size):
@@ -84,7 +84,7 @@ def test_parameter_shapes_per_mode():
     s = encoder_shapes(TINY.replace(sharing="ffn", num_hidden_groups=2, inner_group_num=3))
     assert s["layers"]["attention"]["value"]["kernel"] == (Lyr, 3, H, A, D)
     assert s["shared"]["ffn"]["output"]["bias"] == (2, 3, H)
-    bert = encoder_shapes(preset("smoke", embedding_size=32, sharing="none", embedding_projection=False))
+    bert = encoder_shapes(preset("tiny", embedding_size=32, sharing="none", embedding_projection=False))
     assert "embedding_hidden_mapping_in" not in bert
 
 

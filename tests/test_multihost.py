@@ -28,7 +28,7 @@ from albert_jax.config import preset
 sys.path.insert(0, "tests")
 from test_train import synthetic_batches
 
-cfg = preset("smoke", num_hidden_layers=2, sharing="attention")
+cfg = preset("tiny", num_hidden_layers=2, sharing="attention")
 mesh = sharding.make_mesh(data=-1, fsdp=2 if jax.device_count() >= 4 else 1)
 boxed = st.abstract_params(PretrainingTask(), cfg)
 tx = optim.make_optimizer("lamb", 1e-3, 100, 2, stacked_axes_fn=optim.stacked_axes_from_boxed(boxed))

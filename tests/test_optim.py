@@ -339,7 +339,7 @@ def test_every_encoder_layer_leaf_of_the_real_model_gets_its_own_trust_ratio(sha
     from albert_jax.tasks.pretraining.task import PretrainingTask
     from albert_jax.training import state as st
 
-    cfg = preset("smoke", vocab_size=64, embedding_size=16, hidden_size=32, num_hidden_layers=3,
+    cfg = preset("tiny", vocab_size=64, embedding_size=16, hidden_size=32, num_hidden_layers=3,
                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=32, sharing=sharing)
     boxed = st.abstract_params(PretrainingTask(), cfg)
     fn = optim.stacked_axes_from_boxed(boxed)

@@ -17,7 +17,7 @@ from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_overrides
 from albert_jax.data.tokenization import train_tokenizer
 from albert_jax.runs.validate import ConfigError, validate
-from albert_jax.tasks.pretraining import instances as D
+from albert_jax.tasks.pretraining import instances
 from albert_jax.tasks.pretraining import packing
 from albert_jax.tasks.pretraining.input import PretrainData, _select
 from albert_jax.tasks.pretraining.task import PretrainingTask
@@ -50,9 +50,9 @@ def tok(tmp_path_factory):
 def shards(tok, tmp_path_factory):
     """~900 static SOP instances of up to 128 tokens, 43% padding (short_seq_prob=0.5)."""
     out = tmp_path_factory.mktemp("records")
-    cfg = D.PretrainingConfig(max_seq_length=S, max_predictions_per_seq=P, short_seq_prob=0.5, dupe_factor=1)
-    D.create_pretraining_data([FIXTURE], tok, out, cfg, seed=0, workers=1, records_per_file=700)
-    return D.shard_paths(out)
+    cfg = instances.PretrainingConfig(max_seq_length=S, max_predictions_per_seq=P, short_seq_prob=0.5, dupe_factor=1)
+    instances.create_pretraining_data([FIXTURE], tok, out, cfg, seed=0, workers=1, records_per_file=700)
+    return instances.shard_paths(out)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_sizes_match_records_and_are_cached(shards, packed):
     assert len(list(Path(shards[0]).parent.glob("record_sizes-*.npy"))) == 1
     assert np.array_equal(packing.record_sizes(shards), sizes)  # read back from the cache
     for i in range(0, len(source), 97):
-        rec = D.decode_record(source[i])
+        rec = instances.decode_record(source[i])
         assert tuple(sizes[i]) == (rec["input_mask"].sum(), rec["masked_lm_weights"].sum())
 
 
@@ -90,11 +90,11 @@ def test_plan_covers_every_record_once_and_fits(packed):
 def test_rows_unpack_to_their_records(packed):
     source, _, rows = packed
     for i in range(0, len(rows), 7):
-        row = packing.pack_records([D.decode_record(d) for d in rows[i]], S, P, K)
+        row = packing.pack_records([instances.decode_record(d) for d in rows[i]], S, P, K)
         assert row["input_mask"].sum() <= S
         p = 0
         for j, r in enumerate(rows.records_of(i)):
-            rec = D.decode_record(source[int(r)])
+            rec = instances.decode_record(source[int(r)])
             n, k = int(rec["input_mask"].sum()), int(rec["masked_lm_weights"].sum())
             at = np.flatnonzero(row["pack_ids"] == j + 1)
             assert len(at) == n and at[0] == row["cls_positions"][j]
@@ -123,8 +123,8 @@ def test_packed_batch_gives_the_unpacked_loss_and_gradients(tok, packed):
     multi = [i for i in range(len(rows)) if len(rows.records_of(i)) >= 2]
     chosen = multi[:5] + [i for i in range(len(rows)) if len(rows.records_of(i)) == 1][:1]
     assert any(len(rows.records_of(i)) == 3 for i in multi[:5]) or len(multi) >= 5
-    pk = [packing.pack_records([D.decode_record(d) for d in rows[i]], S, P, K) for i in chosen]
-    recs = [_select(D.decode_record(source[int(r)])) for i in chosen for r in rows.records_of(i)]
+    pk = [packing.pack_records([instances.decode_record(d) for d in rows[i]], S, P, K) for i in chosen]
+    recs = [_select(instances.decode_record(source[int(r)])) for i in chosen for r in rows.records_of(i)]
     packed_batch, unpacked_batch = jax.tree.map(jnp.asarray, (stack(pk), stack(recs)))
     assert len(recs) > len(chosen)
 
@@ -155,8 +155,8 @@ def test_sharded_train_step_packed_equals_unpacked(tok, packed):
     """The real jitted step over 8 devices with LAMB: the same loss, gradient norm and updated parameters."""
     source, _, rows = packed
     chosen = list(range(len(rows)))[-16:]  # the shortest records: rows of 2-3
-    pk = stack([packing.pack_records([D.decode_record(d) for d in rows[i]], S, P, K) for i in chosen])
-    recs = [_select(D.decode_record(source[int(r)])) for i in chosen for r in rows.records_of(i)]
+    pk = stack([packing.pack_records([instances.decode_record(d) for d in rows[i]], S, P, K) for i in chosen])
+    recs = [_select(instances.decode_record(source[int(r)])) for i in chosen for r in rows.records_of(i)]
     pad = -len(recs) % 8  # the unpacked batch must divide over the devices: weight-0 filler rows
     unpacked = stack(recs + recs[:pad])
     unpacked["example_weight"] = np.r_[np.ones(len(recs)), np.zeros(pad)].astype(np.float32)
@@ -192,7 +192,7 @@ def test_packed_iterator_walks_every_row_once_per_epoch_and_resumes(tok, shards,
     data = _data(tok, shards)
     by_content = {}
     for i in range(len(rows)):
-        row = packing.pack_records([D.decode_record(d) for d in rows[i]], S, P, K)
+        row = packing.pack_records([instances.decode_record(d) for d in rows[i]], S, P, K)
         by_content[(row["input_ids"].tobytes(), row["masked_lm_positions"].tobytes())] = i
     B = 32
     it = data.train_iterator(B, None, seed=3)
@@ -217,10 +217,10 @@ def test_packed_iterator_walks_every_row_once_per_epoch_and_resumes(tok, shards,
 
 
 def test_dynamic_masking_packs_within_the_row_budget(tok, tmp_path):
-    cfg = D.PretrainingConfig(max_seq_length=S, max_predictions_per_seq=P, short_seq_prob=0.5, dupe_factor=1,
+    cfg = instances.PretrainingConfig(max_seq_length=S, max_predictions_per_seq=P, short_seq_prob=0.5, dupe_factor=1,
                               masking="dynamic")
-    D.create_pretraining_data([FIXTURE], tok, tmp_path, cfg, seed=0, workers=1)
-    data = _data(tok, D.shard_paths(tmp_path), "dynamic")
+    instances.create_pretraining_data([FIXTURE], tok, tmp_path, cfg, seed=0, workers=1)
+    data = _data(tok, instances.shard_paths(tmp_path), "dynamic")
     it = data.train_iterator(16, None, seed=0)
     for _ in range(5):
         b = next(it)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_jax.data.tokenization import CLS_ID, MASK_ID, SEP_ID, train_tokenizer
-from albert_jax.tasks.pretraining import instances as D
+from albert_jax.tasks.pretraining import instances
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 L, P = 128, 20
@@ -21,14 +21,14 @@ def tok(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def docs(tok):
-    return list(D.read_documents(FIXTURE, tok))
+    return list(instances.read_documents(FIXTURE, tok))
 
 
 @pytest.fixture(scope="session")
 def static(tok, docs):
     """~2000 statically masked SOP instances at max_seq_length 128."""
-    cfg = D.PretrainingConfig(max_seq_length=L, max_predictions_per_seq=P, dupe_factor=4)
-    return list(D.create_instances(docs, cfg, tok.word_start, np.random.default_rng(0)))
+    cfg = instances.PretrainingConfig(max_seq_length=L, max_predictions_per_seq=P, dupe_factor=4)
+    return list(instances.create_instances(docs, cfg, tok.word_start, np.random.default_rng(0)))
 
 
 def segments(rec):
@@ -41,8 +41,8 @@ def segments(rec):
 def test_record_layout(static):
     assert len(static) > 1500
     for rec in static[:300]:
-        assert list(rec) == list(D.FEATURES)
-        for name in D.FEATURES[:4]:
+        assert list(rec) == list(instances.FEATURES)
+        for name in instances.FEATURES[:4]:
             assert rec[name].shape == (L,) and rec[name].dtype == np.int32
         assert rec["masked_lm_positions"].shape == rec["masked_lm_ids"].shape == (P,)
         assert rec["masked_lm_weights"].dtype == np.float32 and rec["next_sentence_labels"].shape == ()
@@ -96,18 +96,18 @@ def test_ngram_length_distribution(tok, docs):
     # Measure the drawn n-gram length in words, only on draws where neither the prediction budget nor the end of
     # the segment could have shortened it; that condition is known before n is drawn, so it does not bias n.
     # ~6000 eligible draws: the standard error of each frequency is <= 0.0065; tolerance 0.03 is ~4.5 sigma.
-    cfg = D.PretrainingConfig(max_seq_length=L, dupe_factor=2, masking="dynamic")
+    cfg = instances.PretrainingConfig(max_seq_length=L, dupe_factor=2, masking="dynamic")
     trace = []
     rng = np.random.default_rng(1)
-    for rec in itertools.islice(D.create_instances(docs, cfg, tok.word_start, rng), 1200):
-        D.mask_record(rec, rng, vocab_size=tok.vocab_size, trace=trace)
+    for rec in itertools.islice(instances.create_instances(docs, cfg, tok.word_start, rng), 1200):
+        instances.mask_record(rec, rng, vocab_size=tok.vocab_size, trace=trace)
     eligible = np.array([n for n, ok in trace if ok])
     assert len(eligible) > 4000
     freq = np.bincount(eligible, minlength=4)[1:] / len(eligible)
     np.testing.assert_allclose(freq, [6 / 11, 3 / 11, 2 / 11], atol=0.03)
-    longer = D.mask_record  # favor_shorter_ngram=False reverses p(n)
+    longer = instances.mask_record  # favor_shorter_ngram=False reverses p(n)
     trace = []
-    for rec in itertools.islice(D.create_instances(docs, cfg, tok.word_start, rng), 300):
+    for rec in itertools.islice(instances.create_instances(docs, cfg, tok.word_start, rng), 300):
         longer(rec, rng, vocab_size=tok.vocab_size, favor_shorter_ngram=False, trace=trace)
     freq = np.bincount([n for n, ok in trace if ok], minlength=4)[1:]
     assert freq[2] > freq[1] > freq[0]
@@ -145,15 +145,15 @@ def doc_order_ok(doc, first, second):
 
 @pytest.mark.parametrize("task", ["sop", "nsp"])
 def test_pair_labels(tok, docs, task):
-    cfg = D.PretrainingConfig(max_seq_length=L, task=task, masking="dynamic")
+    cfg = instances.PretrainingConfig(max_seq_length=L, task=task, masking="dynamic")
     rng = np.random.default_rng(2)
-    reservoir = D.DocumentReservoir(100)
+    reservoir = instances.DocumentReservoir(100)
     for i, d in enumerate(docs):
         reservoir.add(i, d, rng)
     labels, checked = [], 0
     for i, doc in enumerate(docs):
         for _ in range(3):
-            for rec in D.instances_from_document(doc, rng, cfg, tok.word_start, doc_id=i, others=reservoir):
+            for rec in instances.instances_from_document(doc, rng, cfg, tok.word_start, doc_id=i, others=reservoir):
                 a, b = segments(rec)
                 label = int(rec["next_sentence_labels"])
                 labels.append(label)
@@ -176,11 +176,11 @@ def test_short_sequences(tok, docs):
     # One target length per document pass (official). With a full target every chunk but the last fills all
     # max_seq_length slots, so a pass with a shorter non-final record certainly had a short target.
     def short_fraction(p):
-        cfg = D.PretrainingConfig(max_seq_length=L, short_seq_prob=p, masking="dynamic")
+        cfg = instances.PretrainingConfig(max_seq_length=L, short_seq_prob=p, masking="dynamic")
         rng, shorts, passes = np.random.default_rng(3), 0, 0
         for doc in docs:
             for _ in range(40):
-                recs = D.instances_from_document(doc, rng, cfg, tok.word_start)
+                recs = instances.instances_from_document(doc, rng, cfg, tok.word_start)
                 shorts += any(r["input_mask"].sum() < L for r in recs[:-1])
                 passes += 1
         return shorts / passes
@@ -190,10 +190,10 @@ def test_short_sequences(tok, docs):
 
 
 def test_seeded_and_reproducible(tok, docs):
-    cfg = D.PretrainingConfig(max_seq_length=L, dupe_factor=1)
-    run = lambda seed: list(D.create_instances(docs[:4], cfg, tok.word_start, np.random.default_rng(seed)))
+    cfg = instances.PretrainingConfig(max_seq_length=L, dupe_factor=1)
+    run = lambda seed: list(instances.create_instances(docs[:4], cfg, tok.word_start, np.random.default_rng(seed)))
     a, b, c = run(7), run(7), run(8)
-    assert len(a) == len(b) and all(np.array_equal(x[k], y[k]) for x, y in zip(a, b) for k in D.FEATURES)
+    assert len(a) == len(b) and all(np.array_equal(x[k], y[k]) for x, y in zip(a, b) for k in instances.FEATURES)
     assert any(not np.array_equal(x["input_ids"], y["input_ids"]) for x, y in zip(a, c))
     np.random.seed(0)  # global numpy state must not matter (the official n-gram draw used it)
     d = run(7)
@@ -215,7 +215,7 @@ def test_truncation_matches_official_rule():
     for _ in range(2000):
         la, lb, m = (int(x) for x in rng.integers(1, 300, 3))
         a, b = np.arange(la), np.arange(1000, 1000 + lb)
-        ta, tb = D.truncate_seq_pair(a, b, m, rng)
+        ta, tb = instances.truncate_seq_pair(a, b, m, rng)
         assert (len(ta), len(tb)) == official_counts(la, lb, m)
         for t, s in ((ta, a), (tb, b)):
             assert len(t) == 0 or np.array_equal(t, s[t[0] - s[0]:t[0] - s[0] + len(t)])  # a contiguous slice
@@ -225,22 +225,22 @@ def test_truncation_matches_official_rule():
 
 def test_single_sentence_chunks(tok, docs):
     one_sentence = [[s] for d in docs[:3] for s in d[:40]]
-    split = D.PretrainingConfig(max_seq_length=L, masking="dynamic")
+    split = instances.PretrainingConfig(max_seq_length=L, masking="dynamic")
     rng = np.random.default_rng(5)
-    res = D.DocumentReservoir(1000)
+    res = instances.DocumentReservoir(1000)
     for i, d in enumerate(one_sentence):
         res.add(i, d, rng)
     labels = []
     for i, doc in enumerate(one_sentence):
-        for rec in D.instances_from_document(doc, rng, split, tok.word_start, doc_id=i, others=res):
+        for rec in instances.instances_from_document(doc, rng, split, tok.word_start, doc_id=i, others=res):
             a, b = segments(rec)
             whole = np.concatenate((b, a) if rec["next_sentence_labels"] else (a, b))
             assert np.array_equal(whole, doc[0][:len(whole)]) or len(doc[0]) > L - 3  # split, not replaced
             labels.append(int(rec["next_sentence_labels"]))
     assert 0.35 < np.mean(labels) < 0.65
-    official = D.PretrainingConfig(max_seq_length=L, masking="dynamic", single_sentence="random_document")
+    official = instances.PretrainingConfig(max_seq_length=L, masking="dynamic", single_sentence="random_document")
     for i, doc in enumerate(one_sentence[:30]):
-        for rec in D.instances_from_document(doc, rng, official, tok.word_start, doc_id=i, others=res):
+        for rec in instances.instances_from_document(doc, rng, official, tok.word_start, doc_id=i, others=res):
             assert rec["next_sentence_labels"] == 1  # albert#234: a random-document B, labelled 1
             a, b = segments(rec)
             assert np.array_equal(a, doc[0][:len(a)]) or len(doc[0]) > L // 2
@@ -254,13 +254,14 @@ def test_memory_is_bounded(tok):
         for d in itertools.count():
             pulled += 1
             yield [np.full(30, 5 + d % 2000, np.int32), np.full(30, 5 + d % 2000, np.int32)]
-    cfg = D.PretrainingConfig(max_seq_length=64, task="nsp", nsp_buffer_docs=50, dupe_factor=2)
+    cfg = instances.PretrainingConfig(max_seq_length=64, task="nsp", nsp_buffer_docs=50, dupe_factor=2)
     seen = 0
-    for rec in itertools.islice(D.create_instances(endless(), cfg, tok.word_start, np.random.default_rng(6)), 3000):
+    records = instances.create_instances(endless(), cfg, tok.word_start, np.random.default_rng(6))
+    for rec in itertools.islice(records, 3000):
         seen = max(seen, int(rec["input_ids"][1]) - 5)  # each document's tokens hold its number
         assert pulled <= seen + 1 + 50 + 1  # documents processed + lookahead buffer
     assert seen > 500
-    res, rng = D.DocumentReservoir(10), np.random.default_rng(0)
+    res, rng = instances.DocumentReservoir(10), np.random.default_rng(0)
     for i in range(5000):
         res.add(i, [np.array([i])], rng)
     assert len(res) == 10 and np.mean(res.ids) > 1000  # a sample of the whole stream, not the first 10
@@ -269,11 +270,11 @@ def test_memory_is_bounded(tok):
 
 def test_record_roundtrip(static):
     for rec in static[:50]:
-        back = D.decode_record(D.encode_record(rec))
-        assert all(np.array_equal(back[k], rec[k]) and back[k].dtype == rec[k].dtype for k in D.FEATURES)
-    assert len(D.encode_record(static[0])) < 4 * L * 2  # compact: not four padded int32 arrays
+        back = instances.decode_record(instances.encode_record(rec))
+        assert all(np.array_equal(back[k], rec[k]) and back[k].dtype == rec[k].dtype for k in instances.FEATURES)
+    assert len(instances.encode_record(static[0])) < 4 * L * 2  # compact: not four padded int32 arrays
     with pytest.raises(ValueError, match="not an albert_jax pretraining record"):
-        D.decode_record(b"\0" * 40)
+        instances.decode_record(b"\0" * 40)
 
 
 def split_fixture(tmp_path, parts=3):
@@ -288,18 +289,18 @@ def split_fixture(tmp_path, parts=3):
 
 def test_workers_give_identical_shards(tmp_path, tok):
     inputs = split_fixture(tmp_path)
-    cfg = D.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, task="nsp",
+    cfg = instances.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, task="nsp",
                               nsp_buffer_docs=3)
-    one = D.create_pretraining_data(inputs, tok, tmp_path / "w1", cfg, seed=3, workers=1, records_per_file=150)
-    two = D.create_pretraining_data(inputs, tok, tmp_path / "w2", cfg, seed=3, workers=2, records_per_file=150)
+    one = instances.create_pretraining_data(inputs, tok, tmp_path / "w1", cfg, seed=3, workers=1, records_per_file=150)
+    two = instances.create_pretraining_data(inputs, tok, tmp_path / "w2", cfg, seed=3, workers=2, records_per_file=150)
     assert one["shards"] == two["shards"] and one["totals"]["instances"] > 500
-    p1, p2 = D.shard_paths(tmp_path / "w1"), D.shard_paths(tmp_path / "w2")
+    p1, p2 = instances.shard_paths(tmp_path / "w1"), instances.shard_paths(tmp_path / "w2")
     assert Path(p1[0]).name == "part-00000-of-00003-0000.array_record" and len(p1) == one["totals"]["files"] > 3
-    assert sum(1 for p in p1 for _ in D.read_records(p)) == one["totals"]["instances"]
+    assert sum(1 for p in p1 for _ in instances.read_records(p)) == one["totals"]["instances"]
     for a, b in zip(p1, p2):
-        ra, rb = list(D.read_records(a)), list(D.read_records(b))
+        ra, rb = list(instances.read_records(a)), list(instances.read_records(b))
         assert len(ra) == len(rb) > 0
-        assert all(np.array_equal(x[k], y[k]) for x, y in zip(ra, rb) for k in D.FEATURES)
+        assert all(np.array_equal(x[k], y[k]) for x, y in zip(ra, rb) for k in instances.FEATURES)
     assert not [p for p in (tmp_path / "w2").iterdir() if "tmp" in p.name]  # nothing half-written left
     summary = json.loads((tmp_path / "w1" / "pretraining_data.json").read_text())
     assert summary["config"]["task"] == "nsp" and summary["totals"]["documents"] == 16
@@ -307,14 +308,14 @@ def test_workers_give_identical_shards(tmp_path, tok):
 
 def test_dynamic_masking_with_grain(tmp_path, tok):
     import grain
-    cfg = D.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, masking="dynamic")
-    D.create_pretraining_data(split_fixture(tmp_path, 1), tok, tmp_path / "out", cfg, seed=0)
-    source = grain.sources.ArrayRecordDataSource(D.shard_paths(tmp_path / "out"))
-    first = D.decode_record(source[0])
+    cfg = instances.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, masking="dynamic")
+    instances.create_pretraining_data(split_fixture(tmp_path, 1), tok, tmp_path / "out", cfg, seed=0)
+    source = grain.sources.ArrayRecordDataSource(instances.shard_paths(tmp_path / "out"))
+    first = instances.decode_record(source[0])
     assert not first["masked_lm_weights"].any() and MASK_ID not in first["input_ids"]
-    masking = D.DynamicMasking(tok.vocab_size, max_predictions_per_seq=10)
+    masking = instances.DynamicMasking(tok.vocab_size, max_predictions_per_seq=10)
     def epochs(seed):
-        ds = grain.MapDataset.source(source).map(D.decode_record).repeat(2).random_map(masking, seed=seed)
+        ds = grain.MapDataset.source(source).map(instances.decode_record).repeat(2).random_map(masking, seed=seed)
         return ds[0], ds[len(source)]  # the same record in epoch 1 and epoch 2
     e1, e2 = epochs(0)
     again, _ = epochs(0)
@@ -327,49 +328,49 @@ def test_dynamic_masking_with_grain(tmp_path, tok):
 
 
 def test_bad_inputs(tmp_path, tok, capsys):
-    cfg = D.PretrainingConfig(max_seq_length=64, dupe_factor=1)
+    cfg = instances.PretrainingConfig(max_seq_length=64, dupe_factor=1)
     good = split_fixture(tmp_path, 1)[0]
     with pytest.raises(FileNotFoundError, match="missing.txt"):
-        D.create_pretraining_data([good, tmp_path / "missing.txt"], tok, tmp_path / "o1", cfg)
+        instances.create_pretraining_data([good, tmp_path / "missing.txt"], tok, tmp_path / "o1", cfg)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    s = D.create_pretraining_data([good, empty], tok, tmp_path / "o2", cfg)
+    s = instances.create_pretraining_data([good, empty], tok, tmp_path / "o2", cfg)
     assert s["totals"]["empty_files"] == 1 and s["shards"][1]["instances"] == 0
     assert "empty.txt is empty" in capsys.readouterr().err
     with pytest.raises(ValueError, match="no pretraining instances"):
-        D.create_pretraining_data([empty], tok, tmp_path / "o3", cfg)
+        instances.create_pretraining_data([empty], tok, tmp_path / "o3", cfg)
     assert not (tmp_path / "o3").exists()  # not even the directory (nor the empty 128 KiB shard) it made
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"One sentence.\nAnother one.\n\nCaf\xe9 au lait.\n")
     with pytest.raises(ValueError, match=r"bad.txt:4: not valid UTF-8"):
-        D.create_pretraining_data([bad], tok, tmp_path / "o4", cfg)
+        instances.create_pretraining_data([bad], tok, tmp_path / "o4", cfg)
     assert not (tmp_path / "o4").exists()  # no shard, complete or partial
     for workers in (1, 2):  # the good file's finished shard goes too: a failed create leaves no half dataset
         out = tmp_path / f"o4-{workers}"
         with pytest.raises(ValueError, match=r"bad.txt:4: not valid UTF-8"):
-            D.create_pretraining_data([good, bad], tok, out, cfg, workers=workers)
+            instances.create_pretraining_data([good, bad], tok, out, cfg, workers=workers)
         assert not out.exists()
     (tmp_path / "mine").mkdir()  # a directory the user made stays, empty
     with pytest.raises(ValueError, match="no pretraining instances"):
-        D.create_pretraining_data([empty], tok, tmp_path / "mine", cfg)
+        instances.create_pretraining_data([empty], tok, tmp_path / "mine", cfg)
     assert (tmp_path / "mine").is_dir()
     huge = tmp_path / "huge.txt"
     with open(huge, "w") as f:
         f.write("A first sentence here.\nA second sentence here.\n" + "word " * 2_000_000 + "\nA last one.\n")
-    s = D.create_pretraining_data([huge], tok, tmp_path / "o5", cfg)
+    s = instances.create_pretraining_data([huge], tok, tmp_path / "o5", cfg)
     assert s["totals"]["long_lines_skipped"] == 1 and s["totals"]["documents"] == 2  # the line ends a document
     assert "huge.txt: skipped 1 line(s)" in capsys.readouterr().err
     single = tmp_path / "single.txt"
     single.write_text("Only one sentence in this document.\n\nAnd one more, alone.\n\nA third.\n")
-    s = D.create_pretraining_data([single], tok, tmp_path / "o6", cfg)
+    s = instances.create_pretraining_data([single], tok, tmp_path / "o6", cfg)
     assert s["totals"]["one_sentence_documents"] == 3 and s["totals"]["instances"] == 3
 
 
 def test_config_errors():
     with pytest.raises(ValueError, match=r"task='mlm'; allowed: \('sop', 'nsp', 'none'\)"):
-        D.PretrainingConfig(task="mlm")
+        instances.PretrainingConfig(task="mlm")
     with pytest.raises(ValueError, match="max_seq_length=3"):
-        D.PretrainingConfig(max_seq_length=3)
+        instances.PretrainingConfig(max_seq_length=3)
 
 
 def test_cli_create(tmp_path, tok, capsys):
@@ -378,7 +379,7 @@ def test_cli_create(tmp_path, tok, capsys):
     assert main(["pretraining-data", "create", "--input", str(FIXTURE), "--spm-model", tok.name, "--output-dir",
                  str(out), "--max-seq-length", "64", "--max-predictions", "10", "--dupe-factor", "1",
                  "--task", "none", "--workers", "1"]) == 0
-    recs = list(D.read_records(D.shard_paths(out)[0]))
+    recs = list(instances.read_records(instances.shard_paths(out)[0]))
     assert len(recs) > 500 and not any(r["next_sentence_labels"] for r in recs)
     assert all(r["masked_lm_weights"].sum() >= 1 for r in recs)
     assert main(["pretraining-data", "create", "--input", str(tmp_path / "nope.txt"), "--spm-model", tok.name,
@@ -391,13 +392,13 @@ def test_eval_set_smaller_than_a_batch_is_measured_whole(tmp_path, tok):
     evaluated once (padded rows carry weight 0), instead of the run failing at its first evaluation."""
     from albert_jax.tasks.pretraining.input import PretrainData
 
-    cfg = D.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, task="sop")
-    D.create_pretraining_data(split_fixture(tmp_path, 1), tok, tmp_path / "eval", cfg, seed=0)
-    shards = D.shard_paths(tmp_path / "eval")
-    n = sum(1 for p in shards for _ in D.read_records(p))
+    cfg = instances.PretrainingConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, task="sop")
+    instances.create_pretraining_data(split_fixture(tmp_path, 1), tok, tmp_path / "eval", cfg, seed=0)
+    shards = instances.shard_paths(tmp_path / "eval")
+    n = sum(1 for p in shards for _ in instances.read_records(p))
     data = PretrainData(tok, shards, {"sop": shards}, "static", {}, {})
     kept = len(data.eval_order("sop"))  # balanced: as many swapped as unswapped pairs
-    labels = np.array([int(r["next_sentence_labels"]) for p in shards for r in D.read_records(p)])
+    labels = np.array([int(r["next_sentence_labels"]) for p in shards for r in instances.read_records(p)])
     assert kept == 2 * min((labels == 0).sum(), (labels == 1).sum()) and kept > n // 2
     batches = list(data.eval_iterator("sop", n + 5, None))
     assert len(batches) == 1 and batches[0]["input_ids"].shape[0] == n + 5

@@ -16,12 +16,12 @@ import pytest
 from flax import linen as nn
 
 from albert_jax import sharding as shd
-from albert_jax.compression import quantize as Q
+from albert_jax.compression import quantize
 from albert_jax.compression.run import finetuned_run
 from albert_jax.configs.loader import load_config
 from albert_jax.configs.overrides import apply_overrides
 from albert_jax.main import main
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.registry import make_task
 from albert_jax.training import checkpoints as ckpt
@@ -80,7 +80,7 @@ def test_float_path_is_the_same_product(name):
     rng = np.random.default_rng(1)
     x, w = jnp.asarray(rng.normal(size=xs), jnp.float32), jnp.asarray(rng.normal(size=ws), jnp.float32)
     before = (lambda x, w: jnp.dot(x, w)) if name == "dense" else (lambda x, w: jnp.einsum(eq, x, w))
-    after = lambda x, w: L.project(eq, x, w, jnp.float32)  # noqa: E731
+    after = lambda x, w: layers.project(eq, x, w, jnp.float32)  # noqa: E731
     assert str(jax.make_jaxpr(after)(x, w)) == str(jax.make_jaxpr(before)(x, w))
     np.testing.assert_array_equal(np.asarray(jax.jit(after)(x, w)), np.asarray(jax.jit(before)(x, w)))
 
@@ -92,14 +92,14 @@ def test_quantized_product_within_int8_resolution(name, activations):
     rng = np.random.default_rng(2)
     x, w = rng.normal(size=xs).astype(np.float32), (0.05 * rng.normal(size=ws)).astype(np.float32)
     contract_w = (0,) if name != "attention output" else (0, 1)  # the kernel axes the einsum sums over
-    how = {("k",): {"rule": Q.default_rules(activations)[0], "einsum": eq, "tiled_axes": {},
+    how = {("k",): {"rule": quantize.default_rules(activations)[0], "einsum": eq, "tiled_axes": {},
                     "channelwise_axes": tuple(a for a in range(w.ndim) if a not in contract_w)}}
-    qw = Q.quantize_params({"k": w}, how)["k"]
-    assert isinstance(qw, Q.QuantizedWeight) and qw.weight.qvalue.dtype == jnp.int8
-    w_hat = np.asarray(Q.dequantized({"k": qw})["k"])
+    qw = quantize.quantize_params({"k": w}, how)["k"]
+    assert isinstance(qw, quantize.QuantizedWeight) and qw.weight.qvalue.dtype == jnp.int8
+    w_hat = np.asarray(quantize.dequantized({"k": qw})["k"])
     sw = _absmax_scale(w, contract_w)
     assert np.all(np.abs(w_hat - w) <= sw / 2 * (1 + 1e-5))  # every weight on its int8 grid point
-    got = np.asarray(L.project(eq, jnp.asarray(x), qw, jnp.float32))
+    got = np.asarray(layers.project(eq, jnp.asarray(x), qw, jnp.float32))
     want = np.einsum(eq, x.astype(np.float64), w.astype(np.float64))
     bound = np.einsum(eq, np.abs(x), np.broadcast_to(sw / 2, w.shape))
     if activations == "int8":
@@ -115,16 +115,16 @@ def test_weight_only_model_is_the_float_model_on_the_int8_grid(loaded):
     """Every kernel reaches the matmul and is quantized per channel (per layer where stacked); weight-only int8
     outputs equal the float model run with the dequantized kernels."""
     task, cfg, params = loaded
-    how = Q.plan(task, cfg, Q.default_rules())
-    kernels = {Q._keys(p) for p, _ in jax.tree_util.tree_leaves_with_path(params) if Q._is_kernel(p)}
+    how = quantize.plan(task, cfg, quantize.default_rules())
+    kernels = {quantize._keys(p) for p, _ in jax.tree_util.tree_leaves_with_path(params) if quantize._is_kernel(p)}
     assert set(how) == kernels  # none escaped the injectable matmul
-    q = Q.quantize_params(params, how)
+    q = quantize.quantize_params(params, how)
     ffn = q["albert"]["encoder"]["layers"]["ffn"]["intermediate"]["kernel"].weight  # stacked [L, H, I]
     assert ffn.qvalue.shape == (2, 32, 64) and ffn.scale.shape == (2, 1, 64)
     batch = _batch(cfg)
     f32 = _forward(task, cfg, params, batch)
     q8 = _forward(task, cfg, q, batch)
-    grid = _forward(task, cfg, Q.dequantized(q), batch)
+    grid = _forward(task, cfg, quantize.dequantized(q), batch)
     np.testing.assert_allclose(q8, grid, rtol=1e-5, atol=1e-6)
     assert not np.array_equal(q8, f32)
     # The unrolled encoder reads the same quantized tree and computes the same thing.
@@ -135,7 +135,7 @@ def test_int8_activations_multiply_int8_by_int8(loaded):
     task, cfg, params = loaded
     batch = _batch(cfg)
     for acts, int_dots in (("float32", False), ("int8", True)):
-        q = Q.quantize_params(params, Q.plan(task, cfg, Q.default_rules(acts)))
+        q = quantize.quantize_params(params, quantize.plan(task, cfg, quantize.default_rules(acts)))
         with jax.set_mesh(shd.make_mesh()), nn.logical_axis_rules(shd.AXIS_RULES):
             text = str(jax.make_jaxpr(lambda p: task.apply(task.model(cfg), p, batch, None, True))(q))
         assert ("preferred_element_type=int32" in text) == int_dots
@@ -166,13 +166,15 @@ def test_cli_checkpoint_results_and_load(run, tmp_path, capsys):
     # in this tiny model each array's metadata and orbax's data-file layout (which varies from save to save)
     # outweigh the kernels, and the int8 tree has two arrays for every kernel (107,477 against 95,393 bytes once).
     disk = r["bytes"]["checkpoint_on_disk"]
-    assert disk["int8"] == Q.dir_bytes(str(out / "checkpoint")) - os.path.getsize(out / "checkpoint" / ckpt.MANIFEST)
+    assert disk["int8"] == (quantize.dir_bytes(str(out / "checkpoint"))
+                            - os.path.getsize(out / "checkpoint" / ckpt.MANIFEST))
     assert disk["float32"] > r["bytes"]["params"]["float32"] // 2
     assert disk["ratio"] == round(disk["float32"] / disk["int8"], 3)
     # Loaded back (verified against its manifest), it is the tree quantizing the run gives, and computes the same.
-    task, cfg, q = Q.load(str(out))
+    task, cfg, q = quantize.load(str(out))
     src = ft.resolve_init(str(run / "seed-0"))
-    again = Q.quantize_params({"albert": src.encoder(), **src.head()}, Q.plan(task, cfg, Q.default_rules("int8")))
+    again = quantize.quantize_params({"albert": src.encoder(), **src.head()},
+                                     quantize.plan(task, cfg, quantize.default_rules("int8")))
     assert jax.tree.structure(q) == jax.tree.structure(again)
     for a, b in zip(jax.tree.leaves(q), jax.tree.leaves(again)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -182,7 +184,7 @@ def test_cli_checkpoint_results_and_load(run, tmp_path, capsys):
         f.seek(0)
         f.write(b"\0\0\0\0")
     with pytest.raises(ValueError, match="is damaged"):
-        Q.load(str(out))
+        quantize.load(str(out))
 
 
 def _flatten(tree, prefix=()):

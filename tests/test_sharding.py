@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AxisType, PartitionSpec as P
+from jax.sharding import AxisType, PartitionSpec
 
 from albert_jax import sharding
 from procs import xla_flags
@@ -77,21 +77,21 @@ def _specs(mesh, module=None):
 
 def test_rules_on_a_flax_module():
     specs = _specs(sharding.make_mesh(data=2, fsdp=2, tensor=2))
-    assert specs["word_embeddings"] == P("tensor", None)
-    assert specs["projection"]["kernel"] == P(None, "fsdp")
-    assert specs["projection"]["bias"] == P("fsdp")
-    assert specs["query"] == P("fsdp", "tensor", None)
-    assert specs["ffn_stack"] == P(None, "fsdp", "tensor")
-    assert specs["LayerNorm"]["scale"] == P("fsdp")
+    assert specs["word_embeddings"] == PartitionSpec("tensor", None)
+    assert specs["projection"]["kernel"] == PartitionSpec(None, "fsdp")
+    assert specs["projection"]["bias"] == PartitionSpec("fsdp")
+    assert specs["query"] == PartitionSpec("fsdp", "tensor", None)
+    assert specs["ffn_stack"] == PartitionSpec(None, "fsdp", "tensor")
+    assert specs["LayerNorm"]["scale"] == PartitionSpec("fsdp")
 
 
 def test_non_divisible_dimension_is_replicated(caplog):
     # heads=3 does not divide by tensor=2; vocab 15 neither: those dims fall back, the rest stay sharded.
     with caplog.at_level(logging.INFO, logger="albert_jax.sharding"):
         specs = _specs(sharding.make_mesh(data=2, fsdp=2, tensor=2), TinyBlock(vocab=15, heads=3, H=6, I=8))
-    assert specs["query"] == P("fsdp", None, None)
-    assert specs["word_embeddings"] == P(None, None)
-    assert specs["ffn_stack"] == P(None, "fsdp", "tensor")
+    assert specs["query"] == PartitionSpec("fsdp", None, None)
+    assert specs["word_embeddings"] == PartitionSpec(None, None)
+    assert specs["ffn_stack"] == PartitionSpec(None, "fsdp", "tensor")
     assert "word_embeddings" in caplog.text and "replicated" in caplog.text
     # And the whole model then initialises, sharded, on a mesh that divides almost nothing.
     mesh = sharding.make_mesh(data=1, fsdp=4, tensor=2)
@@ -108,8 +108,9 @@ def test_non_divisible_dimension_is_replicated(caplog):
 def test_logical_spec_rules_and_errors():
     mesh = sharding.make_mesh(data=2, fsdp=2, tensor=2)
     # Activations: the batch takes fsdp first, so hidden stays whole (a mesh axis is used once per array).
-    assert sharding.logical_to_spec(("batch", "length", "hidden"), (8, 4, 8), mesh) == P(("data", "fsdp"), None, None)
-    assert sharding.logical_to_spec(("batch", "length", "heads", "kv"), (8, 4, 2, 4), mesh) == P(
+    assert sharding.logical_to_spec(("batch", "length", "hidden"), (8, 4, 8), mesh) == PartitionSpec(
+        ("data", "fsdp"), None, None)
+    assert sharding.logical_to_spec(("batch", "length", "heads", "kv"), (8, 4, 2, 4), mesh) == PartitionSpec(
         ("data", "fsdp"), None, "tensor", None)
     with pytest.raises(ValueError, match="logical axis 'hiden' has no rule"):
         sharding.logical_to_spec(("hiden",), (8,), mesh)
@@ -120,7 +121,7 @@ def test_batch_split_over_data_and_fsdp():
     local = {"input_ids": np.arange(8 * 3).reshape(8, 3), "labels": np.arange(8)}
     batch = sharding.shard_batch(local, mesh)
     ids = batch["input_ids"]
-    assert ids.sharding.spec == P(("data", "fsdp"))
+    assert ids.sharding.spec == PartitionSpec(("data", "fsdp"))
     assert {s.data.shape for s in ids.addressable_shards} == {(2, 3)}  # 8 rows over data x fsdp = 4
     # tensor devices hold replicas: each row block appears on exactly 2 devices.
     starts = sorted(s.index[0].start for s in ids.addressable_shards)

@@ -28,7 +28,7 @@ from albert_jax.modeling import AlbertForPreTraining, AlbertModel
 from albert_jax.modeling.init_tricks import InitError, init_from_group0, warm_start_deeper
 from albert_jax.runs.validate import check_model_section
 
-TINY = preset("smoke", num_hidden_layers=4)
+TINY = preset("tiny", num_hidden_layers=4)
 B, S = 2, 10
 
 
@@ -332,7 +332,7 @@ def test_a_sharded_pretraining_step_with_a_map_equals_one_device():
     from albert_jax.training import state as st
     from albert_jax.training import step as ts
 
-    cfg = preset("smoke", num_hidden_layers=4, sharing="attention", sharing_map="0.1x2.0")
+    cfg = preset("tiny", num_hidden_layers=4, sharing="attention", sharing_map="0.1x2.0")
     rng = np.random.default_rng(0)
     Bt, St, P = 8, 16, 3
     batches = [{"input_ids": rng.integers(5, cfg.vocab_size, (Bt, St)).astype(np.int32),

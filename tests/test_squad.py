@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from albert_jax.tasks import squad as S
+from albert_jax.tasks import squad
 from albert_jax.tasks.metrics import normalize_answer
 
 CLS, SEP, PAD = 2, 3, 0
@@ -48,7 +48,7 @@ def doc_tokens():
 
 def test_windows_cover_context_with_stride():
     stats = collections.Counter()
-    feats = S.make_features(example(), toy_encode, **IDS, max_seq_length=40, doc_stride=10, is_training=False,
+    feats = squad.make_features(example(), toy_encode, **IDS, max_seq_length=40, doc_stride=10, is_training=False,
                             stats=stats)
     doc, q = doc_tokens(), toy_encode(QUESTION)
     max_doc = 40 - len(q) - 3
@@ -71,7 +71,7 @@ def test_windows_cover_context_with_stride():
 
 def test_layout_masks_and_padding():
     ex = example(context="alpha beta gamma")
-    (f,) = S.make_features(ex, toy_encode, **IDS, max_seq_length=32, is_training=False)
+    (f,) = squad.make_features(ex, toy_encode, **IDS, max_seq_length=32, is_training=False)
     q, c = toy_encode(QUESTION), toy_encode("alpha beta gamma")
     real = 1 + len(q) + 1 + len(c) + 1
     assert f["input_ids"].tolist() == [CLS, *q, SEP, *c, SEP] + [PAD] * (32 - real)
@@ -84,35 +84,35 @@ def test_layout_masks_and_padding():
     assert [f["context_words"][k] for k in t2w[t2w >= 0]] == words
     assert (t2w[f["p_mask"] == 1] == -1).all() and t2w[0] == -1
     assert f["token_is_max_context"].sum() == len(c)  # a single window owns every token
-    assert all(f[k].dtype == np.int32 for k in S.ARRAY_KEYS)
-    batch = S.stack_features([f, f])
+    assert all(f[k].dtype == np.int32 for k in squad.ARRAY_KEYS)
+    batch = squad.stack_features([f, f])
     assert batch["input_ids"].shape == (2, 32) and "start_position" not in batch
 
 
 def test_query_truncation_and_errors():
     stats = collections.Counter()
     long_q = " ".join(f"q{i}" for i in range(30))
-    (f,) = S.make_features(example(question=long_q, context="a b"), toy_encode, **IDS, max_seq_length=64,
+    (f,) = squad.make_features(example(question=long_q, context="a b"), toy_encode, **IDS, max_seq_length=64,
                            max_query_length=4, is_training=False, stats=stats)
     assert f["input_ids"][1:5].tolist() == toy_encode(long_q)[:4] and f["input_ids"][5] == SEP
     assert stats["query_truncated"] == 1
     with pytest.raises(ValueError, match="leaves no room for context"):
-        S.make_features(example(), toy_encode, **IDS, max_seq_length=8, is_training=False)
+        squad.make_features(example(), toy_encode, **IDS, max_seq_length=8, is_training=False)
     with pytest.raises(ValueError, match="no answer and is not marked"):
-        S.make_features(example(), toy_encode, **IDS, is_training=True)
+        squad.make_features(example(), toy_encode, **IDS, is_training=True)
     bad = example(2, 3)
     bad["answers"][0]["answer_start"] = 0  # the offset's words do not contain the answer text
     stats = collections.Counter()
-    assert S.make_features(bad, toy_encode, **IDS, is_training=True, stats=stats) == []
+    assert squad.make_features(bad, toy_encode, **IDS, is_training=True, stats=stats) == []
     assert stats["answer_not_found"] == 1
-    (empty,) = S.make_features(example(context=""), toy_encode, **IDS, max_seq_length=16, is_training=False)
+    (empty,) = squad.make_features(example(context=""), toy_encode, **IDS, max_seq_length=16, is_training=False)
     assert (empty["token_to_word"] == -1).all()  # an empty context still gets one (answerless) feature
 
 
 @pytest.mark.parametrize("i,j", [(0, 0), (5, 7), (31, 33), (50, 59), (59, 59)])
 def test_training_positions_map_back_to_answer(i, j):
     ex = example(i, j)
-    feats = S.make_features(ex, toy_encode, **IDS, max_seq_length=40, doc_stride=10, is_training=True)
+    feats = squad.make_features(ex, toy_encode, **IDS, max_seq_length=40, doc_stride=10, is_training=True)
     held = [f for f in feats if not f["is_impossible"]]
     assert held, "no window holds the answer"
     for f in held:
@@ -121,7 +121,7 @@ def test_training_positions_map_back_to_answer(i, j):
         assert " ".join(WORDS[t2w[sp]:t2w[ep] + 1]) == ex["answers"][0]["text"]
         assert f["input_ids"][sp:ep + 1].tolist() == toy_encode(ex["answers"][0]["text"])
     assert all(f["start_position"] == f["end_position"] == 0 for f in feats if f["is_impossible"])
-    batch = S.stack_features(feats)
+    batch = squad.stack_features(feats)
     assert batch["start_position"].shape == (len(feats),)
 
 
@@ -134,7 +134,7 @@ def test_answer_straddling_a_window_boundary():
     i = j - 1  # starts inside window 0, so the answer i..j straddles its end
     assert ends[i] - lens[i] < max_doc < ends[j] and doc
     stats = collections.Counter()
-    feats = S.make_features(example(i, j), toy_encode, **IDS, max_seq_length=40, doc_stride=10,
+    feats = squad.make_features(example(i, j), toy_encode, **IDS, max_seq_length=40, doc_stride=10,
                             is_training=True, stats=stats)
     a0, a1 = ends[i] - lens[i], ends[j] - 1
     for f in feats:
@@ -145,7 +145,7 @@ def test_answer_straddling_a_window_boundary():
             assert f["start_position"] == f["end_position"] == 0
     assert feats[0]["is_impossible"] and not all(f["is_impossible"] for f in feats)
     assert stats["answer_outside_window"] == sum(f["is_impossible"] for f in feats)
-    impossible = S.make_features(example(i, j, is_impossible=True), toy_encode, **IDS, max_seq_length=40,
+    impossible = squad.make_features(example(i, j, is_impossible=True), toy_encode, **IDS, max_seq_length=40,
                                  doc_stride=10, is_training=True, stats=stats)
     assert all(f["is_impossible"] and f["start_position"] == 0 for f in impossible)
 
@@ -154,12 +154,12 @@ def test_improved_span_inside_a_word():
     chars = lambda t: [ord(c) for w in t.split() for c in w]  # noqa: E731  one id per character
     ctx = "born (1895-1943). later"
     ex = example(context=ctx, answers=[{"text": "1895", "answer_start": ctx.index("1895")}])
-    (f,) = S.make_features(ex, chars, **IDS, max_seq_length=64, is_training=True)
+    (f,) = squad.make_features(ex, chars, **IDS, max_seq_length=64, is_training=True)
     # BERT's _improve_answer_span: the tokens of "1895" inside the word, not the whole "(1895-1943)."
     assert "".join(map(chr, f["input_ids"][f["start_position"]:f["end_position"] + 1])) == "1895"
     start, end = np.full((1, 64), -9.0), np.full((1, 64), -9.0)
     start[0, f["start_position"]] = end[0, f["end_position"]] = 9.0
-    assert S.decode_v1([f], start, end) == {"e1": "(1895-1943)."}  # decoding returns whole words
+    assert squad.decode_v1([f], start, end) == {"e1": "(1895-1943)."}  # decoding returns whole words
 
 
 def test_max_context_selection():
@@ -169,7 +169,7 @@ def test_max_context_selection():
     #   token 5: w0 0.06, w1 2.06 -> w1   token 6: w1 2.06, w2 0.04 -> w1   token 7: w1 1.06, w2 1.04 -> w1
     #   token 8: w1 0.06, w2 1.04 -> w2   token 9: only w2
     ex = example(question="q", context=" ".join(WORDS[:10]))
-    feats = S.make_features(ex, one_per_word, **IDS, max_seq_length=10, doc_stride=3, is_training=False)
+    feats = squad.make_features(ex, one_per_word, **IDS, max_seq_length=10, doc_stride=3, is_training=False)
     assert [(f["window_start"], int((f["token_to_word"] >= 0).sum())) for f in feats] == [(0, 6), (3, 6), (6, 4)]
     owner = {}
     for wi, f in enumerate(feats):
@@ -181,8 +181,8 @@ def test_max_context_selection():
 
 def _eval_and_train(i, j, **kw):
     args = dict(max_seq_length=40, doc_stride=10, **kw)
-    ev = S.make_features(example(i, j), toy_encode, **IDS, is_training=False, **args)
-    tr = S.make_features(example(i, j), toy_encode, **IDS, is_training=True, **args)
+    ev = squad.make_features(example(i, j), toy_encode, **IDS, is_training=False, **args)
+    tr = squad.make_features(example(i, j), toy_encode, **IDS, is_training=True, **args)
     assert [f["window_start"] for f in ev] == [f["window_start"] for f in tr]
     return ev, tr
 
@@ -204,26 +204,26 @@ def test_decode_v1_recovers_planted_answer_and_ignores_invalid_spans():
     start[d, p] = end[d, p + 1] = 15.0  # another span scoring 30, but its start lacks max context there
     start[:, 1] = end[:, 2] = 30.0  # 60, inside the question
     start[:, 0] = end[:, 0] = 40.0  # [CLS]: the null answer is never a v1 span
-    assert S.decode_v1(ev, start, end) == {"e1": " ".join(WORDS[i:j + 1])}
+    assert squad.decode_v1(ev, start, end) == {"e1": " ".join(WORDS[i:j + 1])}
     with pytest.raises(ValueError, match="one row per feature"):
-        S.decode_v1(ev, start[:1], end)
+        squad.decode_v1(ev, start[:1], end)
 
 
 def test_decode_v1_order_length_and_nbest():
     ex = example(question="q", context=" ".join(WORDS[:10]))
-    (f,) = S.make_features(ex, one_per_word, **IDS, max_seq_length=16, is_training=False)
+    (f,) = squad.make_features(ex, one_per_word, **IDS, max_seq_length=16, is_training=False)
     o = 3  # [CLS] q [SEP]: context word k sits at position o + k
     start, end = np.full((2, 1, 16), -1e9)
     start[0, o + 5], end[0, o + 4] = 10.0, 10.0  # end before start: 20 but invalid
     start[0, o + 3], end[0, o + 6] = 1.0, 2.0  # valid: (3,4)=11, (5,6)=12, (3,6)=3
-    assert S.decode_v1([f], start, end) == {"e1": "w5a w6aa"}
-    assert S.decode_v1([f], start, end, n_best_size=1) == {"e1": ""}  # only (5,4) is looked at: invalid
+    assert squad.decode_v1([f], start, end) == {"e1": "w5a w6aa"}
+    assert squad.decode_v1([f], start, end, n_best_size=1) == {"e1": ""}  # only (5,4) is looked at: invalid
     start[0, o + 1], end[0, o + 9] = 50.0, 50.0  # words 1..9: 9 tokens, best score
-    assert S.decode_v1([f], start, end, max_answer_length=30) == {"e1": " ".join(WORDS[1:10])}
+    assert squad.decode_v1([f], start, end, max_answer_length=30) == {"e1": " ".join(WORDS[1:10])}
     # length <= 8: (1,4) = 60 beats (1,6) = 52; length <= 3: nothing from word 1 fits, (5,6) = 12 again
-    assert S.decode_v1([f], start, end, max_answer_length=8) == {"e1": "w1a w2aa w3aaa w4"}
-    assert S.decode_v1([f], start, end, max_answer_length=3) == {"e1": "w5a w6aa"}
-    assert S.decode_v1([], np.zeros((0, 16)), np.zeros((0, 16))) == {}
+    assert squad.decode_v1([f], start, end, max_answer_length=8) == {"e1": "w1a w2aa w3aaa w4"}
+    assert squad.decode_v1([f], start, end, max_answer_length=3) == {"e1": "w5a w6aa"}
+    assert squad.decode_v1([], np.zeros((0, 16)), np.zeros((0, 16))) == {}
 
 
 def _xlnet_outputs(ev, tr, cls, k=3):
@@ -245,16 +245,16 @@ def test_decode_v2_xlnet_head_threshold():
     ev, tr = _eval_and_train(i, j)
     cls = np.linspace(1.5, 0.5, len(ev))  # min over windows: 0.5 ("no answer" log-odds)
     out = _xlnet_outputs(ev, tr, cls)
-    preds, diffs = S.decode_v2(ev, out)
+    preds, diffs = squad.decode_v2(ev, out)
     assert diffs == {"e1": pytest.approx(0.5)} and preds == {"e1": ""}  # 0.5 > threshold 0
-    preds, _ = S.decode_v2(ev, out, null_threshold=1.0)
+    preds, _ = squad.decode_v2(ev, out, null_threshold=1.0)
     assert preds == {"e1": " ".join(WORDS[i:j + 1])}
-    preds, _ = S.decode_v2(ev, out, null_threshold=0.5)
+    preds, _ = squad.decode_v2(ev, out, null_threshold=0.5)
     assert preds == {"e1": " ".join(WORDS[i:j + 1])}  # "" only when the diff is strictly above the threshold
-    preds, _ = S.decode_v2(ev, out, null_threshold=1.0, max_answer_length=1)
+    preds, _ = squad.decode_v2(ev, out, null_threshold=1.0, max_answer_length=1)
     assert preds == {"e1": ""}  # the gold is 2+ tokens and the other candidates are in the question
     with pytest.raises(ValueError, match="top_starts"):
-        S.decode_v2(ev, dict(out, top_starts=out["top_starts"][:, :2]))
+        squad.decode_v2(ev, dict(out, top_starts=out["top_starts"][:, :2]))
 
 
 def test_decode_v2_plain_head():
@@ -267,19 +267,20 @@ def test_decode_v2_plain_head():
         if start[r].max() == 5.0:
             end[r, f["end_position"]] = 5.0  # best span 5 + 5 = 10
     start[:, 0], end[:, 0] = 4.0, np.arange(len(ev)) + 2.0  # CLS scores 6, 7, ...: null = min = 6
-    preds, diffs = S.decode_v2(ev, {"start_logits": start, "end_logits": end})
+    preds, diffs = squad.decode_v2(ev, {"start_logits": start, "end_logits": end})
     assert diffs == {"e1": pytest.approx(6.0 - 10.0)} and preds == {"e1": " ".join(WORDS[i:j + 1])}
-    preds, _ = S.decode_v2(ev, {"start_logits": start, "end_logits": end}, null_threshold=-5.0)
+    preds, _ = squad.decode_v2(ev, {"start_logits": start, "end_logits": end}, null_threshold=-5.0)
     assert preds == {"e1": ""}  # -4 > -5: the null answer wins
-    preds, diffs = S.decode_v2(ev, {"start_logits": start, "end_logits": end}, max_answer_length=1,
+    preds, diffs = squad.decode_v2(ev, {"start_logits": start, "end_logits": end}, max_answer_length=1,
                                null_threshold=1e9)
     assert diffs["e1"] > 0  # the next best 1-token span scores at most 5 - 5 = 0 < null 6
 
 
 @pytest.fixture(scope="module")
 def sp_tok(tmp_path_factory):
-    from albert_jax.data import tokenization as T
-    return T.train_tokenizer(tmp_path_factory.mktemp("spm") / "squad", files=[FIXTURE], vocab_size=500, seed=0)
+    from albert_jax.data import tokenization
+    return tokenization.train_tokenizer(tmp_path_factory.mktemp("spm") / "squad", files=[FIXTURE], vocab_size=500,
+                                        seed=0)
 
 
 @pytest.mark.parametrize("line,k,n", [(0, 5, 3), (40, 30, 4), (300, 12, 1), (1000, 3, 6)])
@@ -296,8 +297,8 @@ def test_real_sentencepiece_round_trip(sp_tok, line, k, n):
     args = dict(cls_id=sp_tok.cls_id, sep_id=sp_tok.sep_id, pad_id=sp_tok.pad_id, max_seq_length=64,
                 doc_stride=24, max_query_length=16)
     stats = collections.Counter()
-    tr = S.make_features(ex, sp_tok.encode, is_training=True, stats=stats, **args)
-    ev = S.make_features(ex, sp_tok.encode, is_training=False, **args)
+    tr = squad.make_features(ex, sp_tok.encode, is_training=True, stats=stats, **args)
+    ev = squad.make_features(ex, sp_tok.encode, is_training=False, **args)
     assert len(tr) == len(ev) > 1 and stats["windows"] == len(tr)
     start, end = np.full((2, len(ev), 64), -10.0)
     for r, f in enumerate(tr):
@@ -306,7 +307,7 @@ def test_real_sentencepiece_round_trip(sp_tok, line, k, n):
             assert normalize_answer(sp_tok.decode(f["input_ids"][sp:ep + 1])) == normalize_answer(answer)
             start[r, sp], end[r, ep] = 10.0, 10.0
     assert start.max() == 10.0
-    (pred,) = S.decode_v1(ev, start, end).values()
+    (pred,) = squad.decode_v1(ev, start, end).values()
     assert normalize_answer(pred) == normalize_answer(answer)
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from smoke_sweeps import ABLATIONS, FAST, ROOT, SIZES
 
-from albert_jax.ablations import registry as R
-from albert_jax.ablations import sweep as S
-from albert_jax.ablations import table as T
+from albert_jax.ablations import registry
+from albert_jax.ablations import sweep
+from albert_jax.ablations import table
 from albert_jax.config import preset
 from procs import user_env
 
@@ -36,13 +36,13 @@ def cli(*args, check=True, timeout=900):
 
 # ---------------------------------------------------------------- the registry
 def test_registry_holds_every_experiment_of_the_issue():
-    names = set(R.load_registry())
+    names = set(registry.load_registry())
     assert {"table1", "table2", "table3", "table4", "table5", "table11", "table12", "groups"} <= names
     assert {"claim_layers", "claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs", "claim_shared_speed"} <= names
 
 
 def test_every_registered_experiment_has_a_smoke_sweep_in_the_tests():
-    assert sorted(ABLATIONS + SIZES) == sorted(R.load_registry())  # a new experiment joins one of the two files
+    assert sorted(ABLATIONS + SIZES) == sorted(registry.load_registry())  # a new experiment joins one of the two files
 
 
 def test_registry_refuses_two_experiments_with_one_name(tmp_path):
@@ -51,24 +51,24 @@ def test_registry_refuses_two_experiments_with_one_name(tmp_path):
             'rows=lambda scale: [Row("a", {})])\n')
     (tmp_path / "one.py").write_text(body)
     (tmp_path / "two.py").write_text(body)
-    with pytest.raises(R.ExperimentError, match="'same' is defined twice: one.py and two.py"):
-        R.load_registry(tmp_path)
+    with pytest.raises(registry.ExperimentError, match="'same' is defined twice: one.py and two.py"):
+        registry.load_registry(tmp_path)
 
 
 def test_unknown_experiment_and_row_name_the_near_ones():
-    with pytest.raises(R.ExperimentError, match="did you mean table4"):
-        R.get("tabel4")
-    with pytest.raises(R.ExperimentError, match="no row 'E=128 shared'"):
-        R.get("table4").row("cpu", "E=128 shared")
+    with pytest.raises(registry.ExperimentError, match="did you mean table4"):
+        registry.get("tabel4")
+    with pytest.raises(registry.ExperimentError, match="no row 'E=128 shared'"):
+        registry.get("table4").row("cpu", "E=128 shared")
 
 
-@pytest.mark.parametrize("scale", R.SCALES)
+@pytest.mark.parametrize("scale", registry.SCALES)
 def test_every_experiment_plans_and_validates_at_every_scale(scale, tmp_path):
     """Each row's stages are built and the whole pretraining config validated (in seconds, nothing trained)."""
-    for name, exp in R.load_registry().items():
-        plans = S.plan(exp, scale, tmp_path)
+    for name, exp in registry.load_registry().items():
+        plans = sweep.plan(exp, scale, tmp_path)
         assert plans and len(plans) == len(exp.rows_at(scale)), name
-        S.check(plans)
+        sweep.check(plans)
         for p in plans:
             random_init = ["finetune"] * len(exp.finetune) if scale != "smoke" else []  # the baseline rows
             assert [s.kind for s in p.stages] == ["pretrain"] + ["finetune"] * len(exp.finetune) + random_init
@@ -80,8 +80,8 @@ def test_every_experiment_plans_and_validates_at_every_scale(scale, tmp_path):
 
 
 def test_pretraining_seeds_and_the_random_init_baseline_are_stages_of_every_row(tmp_path):
-    exp = R.get("table5")
-    plans = S.plan(exp, "cpu", tmp_path, seeds=2)
+    exp = registry.get("table5")
+    plans = sweep.plan(exp, "cpu", tmp_path, seeds=2)
     names = [s.name for s in plans[0].stages]
     assert names == ["pretrain", "finetune-rt_sentiment", "pretrain-seed-1", "finetune-rt_sentiment-seed-1",
                      "finetune-rt_sentiment-random"]
@@ -96,75 +96,75 @@ def test_pretraining_seeds_and_the_random_init_baseline_are_stages_of_every_row(
                          "dtype", "param_dtype", "scan_layers", "remat_policy"):
             assert r.model[field] == value, field
     # One architecture, three rows: identical random-init stages, so the sweep trains one and links the others.
-    assert len({S.fingerprint(p.stages[-1]) for p in plans}) == 1
-    assert len({S.fingerprint(p.stages[0]) for p in plans}) == 3
-    assert "--seeds 2" in S.launch_commands(exp, "cpu", tmp_path, S.chains(plans), [], 2)[0]
-    assert [s.name for s in S.plan(exp, "cpu", tmp_path, random_init=False)[0].stages] == ["pretrain",
+    assert len({sweep.fingerprint(p.stages[-1]) for p in plans}) == 1
+    assert len({sweep.fingerprint(p.stages[0]) for p in plans}) == 3
+    assert "--seeds 2" in sweep.launch_commands(exp, "cpu", tmp_path, sweep.chains(plans), [], 2)[0]
+    assert [s.name for s in sweep.plan(exp, "cpu", tmp_path, random_init=False)[0].stages] == ["pretrain",
                                                                                           "finetune-rt_sentiment"]
-    with pytest.raises(S.SweepError, match="--seeds 0"):
-        S.plan(exp, "cpu", tmp_path, seeds=0)
+    with pytest.raises(sweep.SweepError, match="--seeds 0"):
+        sweep.plan(exp, "cpu", tmp_path, seeds=0)
 
 
 def test_paper_scale_rows_are_the_papers_architectures():
     """Our exact counts of each row's paper-scale model (the Params column) against the paper's printed value."""
-    t4 = R.get("table4")
-    counts = {r.name: T.paper_scale_params(t4, r.name) for r in t4.rows_at("paper")}
+    t4 = registry.get("table4")
+    counts = {r.name: table.paper_scale_params(t4, r.name) for r in t4.rows_at("paper")}
     assert counts["E=128 all-shared"] == preset("albert-base").param_count() == 11_683_584
     assert counts["E=768 not-shared"] == preset("bert-base").param_count()
     assert counts["E=128 shared-FFN"] == preset("albert-base", sharing="ffn").param_count()
     for row in t4.rows_at("paper"):  # within 1.1M of the printed value (docs/reproduction.md: the residuals)
         assert abs(counts[row.name] / 1e6 - float(row.paper["params"].rstrip("M"))) < 1.1, row.name
-    t1 = R.get("table1")
-    assert T.paper_scale_params(t1, "ALBERT xxlarge") == 222_595_584  # not the printed 235M (albert.md 1.3)
+    t1 = registry.get("table1")
+    assert table.paper_scale_params(t1, "ALBERT xxlarge") == 222_595_584  # not the printed 235M (albert.md 1.3)
 
 
 def test_cpu_scale_keeps_the_ablated_field_and_the_small_family():
-    rows = {r.name: r.fields for r in R.get("table3").rows_at("cpu")}
+    rows = {r.name: r.fields for r in registry.get("table3").rows_at("cpu")}
     assert [rows[f"all-shared E={e}"]["model.embedding_size"] for e in (64, 128, 256, 768)] == [8, 16, 32, 128]
-    t11 = R.get("table11").rows_at("cpu")
+    t11 = registry.get("table11").rows_at("cpu")
     assert [r.fields["model.num_hidden_layers"] for r in t11] == [1, 3, 6, 12, 24, 48]
     assert [r.warm_start for r in t11] == ["", "L=1", "L=3", "L=6", "L=12", "L=24"]
 
 
 def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
     # claim (a)'s rows all read sharing=all; what tells them apart is the layer -> parameter-set map
-    rows = {r.name: r.fields for r in R.get("claim_layers").rows_at("cpu")}
+    rows = {r.name: r.fields for r in registry.get("claim_layers").rows_at("cpu")}
     arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128,
                 "num_hidden_layers": f["model.num_hidden_layers"], "sharing": f["model.sharing"],
                 "sharing_map": f.get("model.sharing_map", "")} for r, f in rows.items()}
-    assert T.describe_arch(arch["share the shallow layers"]) == "E=128 H=128 L=4 sharing_map=0x2.1-2"
-    assert T.describe_arch(arch["share the deep layers"]) == "E=128 H=128 L=4 sharing_map=0-1.2x2"
-    assert T.describe_arch(arch["not-shared"]) == "E=128 H=128 L=4 none"
+    assert table.describe_arch(arch["share the shallow layers"]) == "E=128 H=128 L=4 sharing_map=0x2.1-2"
+    assert table.describe_arch(arch["share the deep layers"]) == "E=128 H=128 L=4 sharing_map=0-1.2x2"
+    assert table.describe_arch(arch["not-shared"]) == "E=128 H=128 L=4 none"
     # claim (c)'s grouped row reads sharing=all too: its groups tell it (and its random-init twin) apart
-    rows = {r.name: r.fields for r in R.get("claim_every3").rows_at("cpu")}
+    rows = {r.name: r.fields for r in registry.get("claim_every3").rows_at("cpu")}
     arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128, "sharing": f["model.sharing"],
                 "num_hidden_layers": f["model.num_hidden_layers"], "num_hidden_groups": f.get("model.num_hidden_groups")}
             for r, f in rows.items()}
-    assert T.describe_arch(arch["share every 3 layers"]) == "E=16 H=128 L=6 all, 2 groups"
-    assert T.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
+    assert table.describe_arch(arch["share every 3 layers"]) == "E=16 H=128 L=6 all, 2 groups"
+    assert table.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
 
 
 def test_rows_that_share_an_architecture_but_not_a_tokenizer_name_two_random_init_twins():
     # zh_masking's SentencePiece row has the WordPiece rows' architecture but its own twin (other vocabulary): the
     # table once printed the WordPiece twin alone and hid the other
-    rows = {r.name: r.fields for r in R.get("zh_masking").rows_at("cpu")}
+    rows = {r.name: r.fields for r in registry.get("zh_masking").rows_at("cpu")}
     arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128, "num_hidden_layers": 4,
                 "sharing": f["model.sharing"], "vocab": f"{f['data.tokenizer_kind']} V=?"} for r, f in rows.items()}
     records = [{"arch": a} for a in arch.values()]
-    labels = {r: T.twin_label(a, records) for r, a in arch.items()}
+    labels = {r: table.twin_label(a, records) for r, a in arch.items()}
     assert labels["SentencePiece"] == "E=128 H=128 L=4 all, spm V=?"
     assert labels["char (WordPiece)"] == labels["gold (WordPiece)"] == "E=128 H=128 L=4 all, wordpiece V=?"
     one_tokenizer = [r for r in records if r["arch"]["vocab"].startswith("wordpiece")]
-    assert T.twin_label(arch["jieba (WordPiece)"], one_tokenizer) == "E=128 H=128 L=4 all"
+    assert table.twin_label(arch["jieba (WordPiece)"], one_tokenizer) == "E=128 H=128 L=4 all"
     # a run recorded before data.tokenizer_kind existed was SentencePiece
     old_run = {"model": {"embedding_size": 128, "hidden_size": 128, "num_hidden_layers": 4, "sharing": "all",
                          "vocab_size": 4000}, "data": {}}
-    assert T.arch_of(old_run)["vocab"] == "spm V=4000"
+    assert table.arch_of(old_run)["vocab"] == "spm V=4000"
 
 
 def test_sweep_settings_must_name_their_stage():
-    with pytest.raises(S.SweepError, match="names its stage"):
-        S.split_overrides(["train.num_train_steps=3"])
+    with pytest.raises(sweep.SweepError, match="names its stage"):
+        sweep.split_overrides(["train.num_train_steps=3"])
 
 
 def test_print_commands_one_line_per_chain_and_warm_starts_stay_with_their_source(tmp_path):
@@ -201,7 +201,7 @@ def test_jobs_start_each_stage_after_what_it_reads_and_an_identical_twin_after_i
     pretraining after its source's, a row's random-init twin after the identical one of the row before."""
     from albert_jax.ablations.parallel import _Queue
 
-    plans = S.plan(R.get("table5"), "smoke", tmp_path, rows=["NSP", "SOP"], random_init=True)
+    plans = sweep.plan(registry.get("table5"), "smoke", tmp_path, rows=["NSP", "SOP"], random_init=True)
     q = _Queue([(p, s) for p in plans for s in p.stages], reuse_stages=True)
     nsp, sop = (tmp_path / "table5" / "smoke" / r for r in ("nsp", "sop"))
     first = [q.next_ready()[1].workdir for _ in range(3)]
@@ -213,7 +213,7 @@ def test_jobs_start_each_stage_after_what_it_reads_and_an_identical_twin_after_i
     q.failed[sop / "pretrain"] = "exit status 1"
     assert q.next_ready() is None and not q.todo  # its fine-tune can never start: reported, not waited for
     assert q.failed[sop / "finetune-rt_sentiment"].startswith("not started")
-    deeper = S.plan(R.get("table11"), "smoke", tmp_path, rows=["L=1", "L=3"], random_init=False)
+    deeper = sweep.plan(registry.get("table11"), "smoke", tmp_path, rows=["L=1", "L=3"], random_init=False)
     q = _Queue([(p, s) for p in deeper for s in p.stages], reuse_stages=True)
     assert q.next_ready()[1].workdir == deeper[0].stages[0].workdir and q.next_ready() is None
 
@@ -248,7 +248,7 @@ def test_jobs_run_stages_side_by_side_pass_sigterm_on_and_resume(tmp_path):
     while _stages(tmp_path) and time.time() < gone:
         time.sleep(0.2)
     assert not _stages(tmp_path), "a stage outlived the sweep killed outright"
-    stages = {s.workdir: s for row in S.plan(R.get("table5"), "smoke", tmp_path, FAST[1::2],
+    stages = {s.workdir: s for row in sweep.plan(registry.get("table5"), "smoke", tmp_path, FAST[1::2],
                                              rows=["NSP", "SOP"], random_init=True) for s in row.stages}
     assert killed and not any(stages[w].done() for w in killed)  # stopped, not left to run to their end
     second = cli(*args[3:]).stdout
@@ -285,7 +285,7 @@ def _read(path: Path) -> str:
 
 
 def test_table_of_rows_not_run_shows_them_missing_never_zero(tmp_path):
-    text, files = T.build(R.get("table5"), "cpu", tmp_path, plots=False)
+    text, files = table.build(registry.get("table5"), "cpu", tmp_path, plots=False)
     body = [line for line in text.splitlines() if line.startswith("| SOP")]
     assert body and "| 86.5 |" in body[0] and "not run" in body[0]  # the paper's SOP accuracy beside ours
     assert " 0.0 " not in text and "| 0 |" not in text
@@ -333,7 +333,7 @@ def test_a_killed_sweep_resumes_without_redoing_finished_stages(swept):
 
 def test_the_table_reads_the_rows_paper_beside_ours(swept):
     runs, _, out = swept
-    records = T.collect(R.get("table4"), "smoke", runs)
+    records = table.collect(registry.get("table4"), "smoke", runs)
     done = {r["row"]: r for r in records if r["done"]}
     assert set(done) == {"E=128 all-shared", "E=128 not-shared"}
     for r in done.values():
@@ -344,12 +344,12 @@ def test_the_table_reads_the_rows_paper_beside_ours(swept):
     line = next(x for x in out.splitlines() if x.startswith("| E=128 all-shared"))
     assert "| 12M | 11.68M |" in line and "| 90.3 |" in line  # paper's SST-2 beside our rt_sentiment
     assert "not run" in next(x for x in out.splitlines() if x.startswith("| E=768 all-shared"))
-    best = T.best_row(R.get("table4"), "smoke", runs, hf_only=True)
+    best = table.best_row(registry.get("table4"), "smoke", runs, hf_only=True)
     # A row finished under other settings than the table is asked with (the demo's shorter schedule) is still
     # finished: the sweep's row.json says so.
-    other = dataclasses.replace(R.get("table4"), settings={"smoke": {"pretrain.train.num_train_steps": 99}})
-    assert not S.plan(other, "smoke", runs, rows=["e-128-all-shared"])[0].stages[0].done()
-    assert {r["row"] for r in T.collect(other, "smoke", runs) if r["done"]} == set(done)
+    other = dataclasses.replace(registry.get("table4"), settings={"smoke": {"pretrain.train.num_train_steps": 99}})
+    assert not sweep.plan(other, "smoke", runs, rows=["e-128-all-shared"])[0].stages[0].done()
+    assert {r["row"] for r in table.collect(other, "smoke", runs) if r["done"]} == set(done)
     assert best["score"] == max(r["finetune"]["rt_sentiment"]["median"] for r in done.values())
     assert best["workdir"] == str(runs / "table4" / "smoke" / best["row"].lower().replace("=", "-").replace(" ", "-")
                                   / "finetune-rt_sentiment")
@@ -357,18 +357,19 @@ def test_the_table_reads_the_rows_paper_beside_ours(swept):
 
 def test_stage_fingerprints_are_the_settings_not_the_row(tmp_path):
     row = ["e-128-all-shared"]
-    a = S.plan(R.get("table4"), "smoke", tmp_path, rows=row)[0].stages
-    b = S.plan(R.get("claim_ffn_vs_attention"), "smoke", tmp_path, rows=row)[0].stages
-    longer = S.plan(R.get("table4"), "smoke", tmp_path, ["pretrain.train.num_train_steps=5"], rows=row)[0].stages
-    speed = S.plan(R.get("table4"), "smoke", tmp_path, ["finetune.num_seeds=7", "finetune.data.buckets=off"],
+    a = sweep.plan(registry.get("table4"), "smoke", tmp_path, rows=row)[0].stages
+    b = sweep.plan(registry.get("claim_ffn_vs_attention"), "smoke", tmp_path, rows=row)[0].stages
+    longer = sweep.plan(registry.get("table4"), "smoke", tmp_path, ["pretrain.train.num_train_steps=5"],
+                        rows=row)[0].stages
+    speed = sweep.plan(registry.get("table4"), "smoke", tmp_path, ["finetune.num_seeds=7", "finetune.data.buckets=off"],
                    rows=row)[0].stages
-    assert S.fingerprint(a[0]) == S.fingerprint(b[0]) != S.fingerprint(longer[0])
-    assert S.fingerprint(a[1]) == S.fingerprint(speed[1])  # seed count and bucketing change no seed's result
-    assert S.fingerprint(a[1]) != S.fingerprint(b[1])  # each fine-tunes its own row's pretraining ...
+    assert sweep.fingerprint(a[0]) == sweep.fingerprint(b[0]) != sweep.fingerprint(longer[0])
+    assert sweep.fingerprint(a[1]) == sweep.fingerprint(speed[1])  # seed count and bucketing change no seed's result
+    assert sweep.fingerprint(a[1]) != sweep.fingerprint(b[1])  # each fine-tunes its own row's pretraining ...
     a[0].workdir.mkdir(parents=True)
     b[0].workdir.parent.mkdir(parents=True)
     os.symlink(a[0].workdir, b[0].workdir)
-    assert S.fingerprint(a[1]) == S.fingerprint(b[1])  # ... until that is a link to the same run
+    assert sweep.fingerprint(a[1]) == sweep.fingerprint(b[1])  # ... until that is a link to the same run
 
 
 def test_fields_added_later_leave_the_fingerprint_as_it_was_at_their_defaults(tmp_path):
@@ -377,23 +378,25 @@ def test_fields_added_later_leave_the_fingerprint_as_it_was_at_their_defaults(tm
     from albert_jax.configs.schema import FINGERPRINT_OMITS_AT_DEFAULT
 
     row = ["e-128-all-shared"]
-    pretrain, finetune = S.plan(R.get("table4"), "smoke", tmp_path, rows=row)[0].stages[:2]
+    pretrain, finetune = sweep.plan(registry.get("table4"), "smoke", tmp_path, rows=row)[0].stages[:2]
     assert pretrain.config().data.zh_masking == "char" and pretrain.config().data.tokenizer_kind == "spm"
     assert finetune.config().data.train_examples == 0
-    pretrain_print = S.fingerprint(pretrain)
+    pretrain_print = sweep.fingerprint(pretrain)
     for stage in (pretrain, finetune):
-        config, before = stage.config(), S.fingerprint(stage)
+        config, before = stage.config(), sweep.fingerprint(stage)
         omitted = [k for k in FINGERPRINT_OMITS_AT_DEFAULT if k.split(".")[1] in config[k.split(".")[0]]]
         assert omitted, stage.kind
         for key in omitted:  # as a config recorded before the fields existed
             section, field = key.split(".")
             del config[section][field]
         stage.config = lambda config=config: config
-        assert S.fingerprint(stage) == before, stage.kind
-    stage = S.plan(R.get("table4"), "smoke", tmp_path, ["finetune.data.train_examples=8"], rows=row)[0].stages[1]
-    assert S.fingerprint(stage) != S.fingerprint(finetune)
-    jieba = S.plan(R.get("table4"), "smoke", tmp_path, ["pretrain.data.zh_masking=jieba"], rows=row)[0].stages[0]
-    assert S.fingerprint(jieba) != pretrain_print
+        assert sweep.fingerprint(stage) == before, stage.kind
+    stage = sweep.plan(registry.get("table4"), "smoke", tmp_path, ["finetune.data.train_examples=8"],
+                       rows=row)[0].stages[1]
+    assert sweep.fingerprint(stage) != sweep.fingerprint(finetune)
+    jieba = sweep.plan(registry.get("table4"), "smoke", tmp_path, ["pretrain.data.zh_masking=jieba"],
+                       rows=row)[0].stages[0]
+    assert sweep.fingerprint(jieba) != pretrain_print
 
 
 def test_a_stage_identical_to_a_finished_one_links_to_it_instead_of_training_again(swept):
@@ -410,8 +413,9 @@ def test_a_stage_identical_to_a_finished_one_links_to_it_instead_of_training_aga
     assert "finetune-wordnet_wic: 0/1 seeds -> running" in out  # what the table4 row lacks is trained
     assert (d / "finetune-wordnet_wic" / "results.json").is_file() and not (d / "finetune-wordnet_wic").is_symlink()
     assert {q: q.stat().st_mtime_ns for q in (src / "pretrain" / "checkpoints").iterdir()} == before
-    ours = {r["row"]: r for r in T.collect(R.get("claim_ffn_vs_attention"), "smoke", runs)}["E=128 all-shared"]
-    theirs = {r["row"]: r for r in T.collect(R.get("table4"), "smoke", runs)}["E=128 all-shared"]
+    ours = {r["row"]: r for r in table.collect(registry.get("claim_ffn_vs_attention"), "smoke",
+                                               runs)}["E=128 all-shared"]
+    theirs = {r["row"]: r for r in table.collect(registry.get("table4"), "smoke", runs)}["E=128 all-shared"]
     assert ours["done"] and ours["finetune"]["rt_sentiment"] == theirs["finetune"]["rt_sentiment"]
     assert ours["intrinsic"] == theirs["intrinsic"]
 
@@ -429,18 +433,18 @@ def test_submitit_local_executor_runs_a_row_as_a_job(tmp_path):
 
 def test_row_names_are_the_same_at_every_scale():
     """The table matches a row's paper-scale architecture (the Params column) by its name."""
-    for name, exp in R.load_registry().items():
-        names = [[r.name for r in exp.rows_at(s)] for s in R.SCALES]
+    for name, exp in registry.load_registry().items():
+        names = [[r.name for r in exp.rows_at(s)] for s in registry.SCALES]
         assert names[0] == names[1] == names[2], name
 
 
 def test_zh_few_labels_links_zh_masking_pretraining_and_fine_tunes_on_1000_labels(tmp_path):
     """zh_few_labels pretrains nothing of its own: its pretraining stages are zh_masking's (one fingerprint, so a
     sweep in the same runs links them), and every fine-tuning stage, the random-init twins' too, reads 1,000 labels."""
-    few = S.plan(R.get("zh_few_labels"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
-    full = S.plan(R.get("zh_masking"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
-    assert [S.fingerprint(s) for s in few.stages if s.kind == "pretrain"] == \
-        [S.fingerprint(s) for s in full.stages if s.kind == "pretrain"]
+    few = sweep.plan(registry.get("zh_few_labels"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
+    full = sweep.plan(registry.get("zh_masking"), "cpu", tmp_path, rows=["char-wordpiece"], seeds=2)[0]
+    assert [sweep.fingerprint(s) for s in few.stages if s.kind == "pretrain"] == \
+        [sweep.fingerprint(s) for s in full.stages if s.kind == "pretrain"]
     tuned = [s for s in few.stages if s.kind == "finetune"]
     assert len(tuned) == 6 and {s.config().data.train_examples for s in tuned} == {1000}
     assert {s.config().data.train_examples for s in full.stages if s.kind == "finetune"} == {0}

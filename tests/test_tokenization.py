@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from albert_jax.data import tokenization as T
+from albert_jax.data import tokenization
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sotu_sample.txt"
 VOCAB = 3000
@@ -15,7 +15,7 @@ VOCAB = 3000
 @pytest.fixture(scope="session")
 def tok(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("spm") / "sotu"
-    return T.train_tokenizer(prefix, files=[FIXTURE], vocab_size=VOCAB, seed=0)
+    return tokenization.train_tokenizer(prefix, files=[FIXTURE], vocab_size=VOCAB, seed=0)
 
 
 def real_sentences():
@@ -26,7 +26,7 @@ def test_special_ids_and_sidecar(tok):
     assert tok.vocab_size == VOCAB
     assert [tok.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
     assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
-    for sym in T.USER_DEFINED_SYMBOLS:  # user-defined symbols are always whole pieces
+    for sym in tokenization.USER_DEFINED_SYMBOLS:  # user-defined symbols are always whole pieces
         assert tok.piece_to_id(sym) > 4
     ids = [i for s in real_sentences()[:200] for i in tok.encode(s)]
     assert min(ids) >= 1 and not {0, 2, 3, 4} & set(ids)  # control symbols never come out of text
@@ -37,19 +37,19 @@ def test_special_ids_and_sidecar(tok):
 
 
 def test_preprocess_text():
-    assert T.preprocess_text("  Naïve \t Guaidó\n said  ") == "naive guaido said"
-    assert T.preprocess_text("Naïve Guaidó", lower=False) == "Naive Guaido"
-    assert T.preprocess_text("Naïve", keep_accents=True, lower=False) == "Naïve"
-    assert T.preprocess_text("ﬁne Ｆｕｌｌ") == "fine full"  # NFKD folds compatibility forms
-    assert T.preprocess_text("``Yes,'' he said") == '"yes," he said'
-    assert T.preprocess_text("``Yes,''", normalize_quotes=False) == "``yes,''"
-    assert T.preprocess_text("a  b", remove_space=False) == "a  b"
+    assert tokenization.preprocess_text("  Naïve \t Guaidó\n said  ") == "naive guaido said"
+    assert tokenization.preprocess_text("Naïve Guaidó", lower=False) == "Naive Guaido"
+    assert tokenization.preprocess_text("Naïve", keep_accents=True, lower=False) == "Naïve"
+    assert tokenization.preprocess_text("ﬁne Ｆｕｌｌ") == "fine full"  # NFKD folds compatibility forms
+    assert tokenization.preprocess_text("``Yes,'' he said") == '"yes," he said'
+    assert tokenization.preprocess_text("``Yes,''", normalize_quotes=False) == "``yes,''"
+    assert tokenization.preprocess_text("a  b", remove_space=False) == "a  b"
 
 
 def test_lower_and_accents_reach_ids(tok):
     assert tok.encode("THE UNION") == tok.encode("the union")
     assert tok.encode("Guaidó") == tok.encode("guaido")
-    cased = T.Tokenizer(tok.model_proto, lower=False)
+    cased = tokenization.Tokenizer(tok.model_proto, lower=False)
     assert cased.encode("THE UNION") != tok.encode("the union")
 
 
@@ -68,26 +68,26 @@ def test_digit_comma_rule(tok):
 
 def test_word_start_rule():
     for piece in ["▁the", "▁", "<unk>", ".", "(", "3", "90", "é", "'s", "中", "国人", "▁中国", "ño", "İ"]:
-        assert T.is_word_start(piece), piece
+        assert tokenization.is_word_start(piece), piece
     for piece in ["ing", "ed", "ION", ").", "s-", "x$"]:
-        assert not T.is_word_start(piece), piece
+        assert not tokenization.is_word_start(piece), piece
 
 
 def test_cjk_characters_are_words(tmp_path):
     # A model that keeps CJK characters: each CJK piece starts a word, so masking never splits or joins them.
     lines = real_sentences()[:600] + ["我们 爱 北京 天安门", "中华 人民 共和国 成立 了", "北京 是 中国 的 首都"] * 30
-    tok = T.train_tokenizer(tmp_path / "cjk", sentences=lines, vocab_size=1500, seed=0)
+    tok = tokenization.train_tokenizer(tmp_path / "cjk", sentences=lines, vocab_size=1500, seed=0)
     pieces = tok.encode_pieces("中国的首都是北京")
-    assert pieces and all(T.is_word_start(p) for p in pieces)
+    assert pieces and all(tokenization.is_word_start(p) for p in pieces)
     ids = tok.encode("中国的首都是北京")
-    assert T.UNK_ID not in ids and len(ids) >= 4  # the characters are in the vocab, not one unknown span
+    assert tokenization.UNK_ID not in ids and len(ids) >= 4  # the characters are in the vocab, not one unknown span
     assert all(tok.word_start[i] for i in ids)
 
 
 def test_word_start_table(tok):
     assert len(tok.word_start) == tok.vocab_size
     for i in range(tok.vocab_size):
-        assert tok.word_start[i] == T.is_word_start(tok.id_to_piece(i))
+        assert tok.word_start[i] == tokenization.is_word_start(tok.id_to_piece(i))
     assert 0.05 < 1 - tok.word_start.mean() < 0.8  # the vocab really has continuation pieces
 
 
@@ -103,20 +103,20 @@ def test_ids_match_hf_albert_tokenizer(tok):
 
 
 def test_vocab_mismatch_error(tok):
-    T.check_vocab_matches(tok, VOCAB)
-    T.check_vocab_matches(tok, VOCAB + 48, allow_padding=True)
+    tokenization.check_vocab_matches(tok, VOCAB)
+    tokenization.check_vocab_matches(tok, VOCAB + 48, allow_padding=True)
     with pytest.raises(ValueError, match=rf"{VOCAB} pieces.*vocab_size=30000") as e:
-        T.check_vocab_matches(tok, 30000)
+        tokenization.check_vocab_matches(tok, 30000)
     assert tok.name in str(e.value)
     with pytest.raises(ValueError):
-        T.check_vocab_matches(tok, VOCAB - 1, allow_padding=True)
+        tokenization.check_vocab_matches(tok, VOCAB - 1, allow_padding=True)
 
 
 def test_corpus_too_small_error(tmp_path):
-    with pytest.raises(T.CorpusTooSmallError, match=r"sotu_sample.txt is too small for vocab_size=30000.*<= \d+"
-                       r".*hard_vocab_limit=False"):
-        T.train_tokenizer(tmp_path / "big", files=[FIXTURE], vocab_size=30000)
-    small = T.train_tokenizer(tmp_path / "soft", files=[FIXTURE], vocab_size=30000, hard_vocab_limit=False)
+    with pytest.raises(tokenization.CorpusTooSmallError,
+                       match=r"sotu_sample.txt is too small for vocab_size=30000.*<= \d+.*hard_vocab_limit=False"):
+        tokenization.train_tokenizer(tmp_path / "big", files=[FIXTURE], vocab_size=30000)
+    small = tokenization.train_tokenizer(tmp_path / "soft", files=[FIXTURE], vocab_size=30000, hard_vocab_limit=False)
     assert 1000 < small.vocab_size < 30000
 
 
@@ -124,18 +124,18 @@ def test_non_albert_model_is_refused(tmp_path):
     spm.SentencePieceTrainer.train(sentence_iterator=iter(real_sentences()), model_prefix=str(tmp_path / "plain"),
                                    vocab_size=500, minloglevel=2)
     with pytest.raises(ValueError, match=r"plain.model: ids 0-4 are \('<unk>', '<s>', '</s>'"):
-        T.Tokenizer.load(tmp_path / "plain.model")
+        tokenization.Tokenizer.load(tmp_path / "plain.model")
     with pytest.raises(FileNotFoundError, match="nope.model"):
-        T.Tokenizer.load(tmp_path / "nope.model")
+        tokenization.Tokenizer.load(tmp_path / "nope.model")
 
 
 def test_training_input_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
-        T.train_tokenizer(tmp_path / "m", files=[tmp_path / "missing.txt"], vocab_size=100)
+        tokenization.train_tokenizer(tmp_path / "m", files=[tmp_path / "missing.txt"], vocab_size=100)
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("first line\nsecond line\nna\xefve caf\xe9\n".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1.txt:3: not valid UTF-8"):
-        T.train_tokenizer(tmp_path / "m", files=[bad], vocab_size=100)
+        tokenization.train_tokenizer(tmp_path / "m", files=[bad], vocab_size=100)
 
 
 def test_cli_train_and_encode(tmp_path, capsys):
@@ -156,12 +156,12 @@ def test_a_file_that_is_not_a_model_and_an_empty_corpus_are_one_line_errors(tmp_
     text = tmp_path / "notes.txt"
     text.write_text("hello world\n")
     with pytest.raises(ValueError, match=r"notes.txt: not a SentencePiece model"):
-        T.Tokenizer.load(text)
+        tokenization.Tokenizer.load(text)
     empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
     empty.write_text("")
     blank.write_text("\n\n   \n")
     with pytest.raises(ValueError, match=r"empty.txt: empty; a tokenizer is trained on text"):
-        T.train_tokenizer(tmp_path / "m", files=[empty], vocab_size=100)
+        tokenization.train_tokenizer(tmp_path / "m", files=[empty], vocab_size=100)
     with pytest.raises(ValueError, match=r"blank.txt: no sentence left to train on"):
-        T.train_tokenizer(tmp_path / "m", files=[blank], vocab_size=100)
+        tokenization.train_tokenizer(tmp_path / "m", files=[blank], vocab_size=100)
     assert not (tmp_path / "m.model").exists()

@@ -24,7 +24,7 @@ from albert_jax.training.rundir import read_metrics
 from fault_main import command
 from procs import user_env
 
-CFG = preset("smoke", num_hidden_layers=2, sharing="attention")
+CFG = preset("tiny", num_hidden_layers=2, sharing="attention")
 B, S, P = 16, 16, 3
 
 

@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from albert_jax.ablations import registry as R
+from albert_jax.ablations import registry
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
 from albert_jax.configs import schema
-from albert_jax.configs.overrides import split_arg
+from albert_jax.configs.arguments import Arg, Derived, parse_args
 from albert_jax.training import rundir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
@@ -177,7 +177,7 @@ def split_overrides(items: Iterable[str] | None) -> dict[str, list[str]]:
 class RowPlan:
     experiment: str
     scale: str
-    row: R.Row
+    row: registry.Row
     directory: Path
     stages: list[Stage]
 
@@ -188,7 +188,7 @@ class RowPlan:
                             "fingerprint": fingerprint(s)} for s in self.stages]}
 
 
-def row_directory(runs: Path, experiment: str, scale: str, row: R.Row) -> Path:
+def row_directory(runs: Path, experiment: str, scale: str, row: registry.Row) -> Path:
     return Path(runs) / experiment / scale / row.slug
 
 
@@ -214,7 +214,7 @@ def random_init_sets(pretrain: Stage) -> list[str]:
     return sets + [f"data.tokenizer={tokenizer_model_path(c.data)}"]
 
 
-def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str] | None = None,
+def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Iterable[str] | None = None,
          experiments_dir: Path | None = None, seeds: int = 1, random_init: bool | None = None) -> list[RowPlan]:
     """The stages of every row (or the named ones), with their exact configs; nothing is run or written.
 
@@ -225,7 +225,7 @@ def plan(exp: R.Experiment, scale: str, runs, overrides=None, rows: Iterable[str
     if seeds < 1:
         raise SweepError(f"--seeds {seeds}: at least 1")
     random_init = scale != "smoke" if random_init is None else random_init
-    exp_dir = Path(experiments_dir or R.experiments_dir()).resolve()
+    exp_dir = Path(experiments_dir or registry.experiments_dir()).resolve()
     if exp_dir.is_relative_to(Path.cwd()):
         exp_dir = exp_dir.relative_to(Path.cwd())  # commands as a user types them from the repository root
     user = split_overrides(overrides)
@@ -366,13 +366,13 @@ def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overr
         from albert_jax import sharding
 
         sharding.init_distributed()
-    exp = R.get(experiment, experiments_dir).with_tasks(tasks)
+    exp = registry.get(experiment, experiments_dir).with_tasks(tasks)
     plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init)
     stopped = run_rows(plans, reuse_stages=reuse_stages)
     return {"rows": rows, "finished": stopped is None}
 
 
-def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,
+def launch_commands(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,
                     random_init: bool | None = None, tasks: list[str] | None = None) -> list[str]:
     out = []
     for g in groups:
@@ -390,7 +390,7 @@ def launch_commands(exp: R.Experiment, scale: str, runs, groups: list[list[RowPl
     return out
 
 
-def submit(exp: R.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
+def submit(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
            resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout,
            reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None,
            tasks: list[str] | None = None) -> list[dict]:
@@ -429,18 +429,21 @@ SLURM_RESOURCES = {  # per scale: what one row needs (one row = one job; --set n
 }
 
 
+ROW_ARGS = (Arg("row", default=Derived("the scale's first row", lambda _: ""), help="a row's name or slug"),
+            Arg("scale", allowed=registry.SCALES, default="smoke", help="the row's scale"))
+
+
 def config_getter(exp_name: str):
     """`get_config` for an experiment file: `experiments/table4.py:row=<name or slug>,scale=cpu` is the
     pretraining config of that row (as its sweep runs it, warm start from runs/ included), so any one row also
-    runs with `albert-jax pretrain`."""
+    runs with `albert-jax pretrain`. Its arguments are ROW_ARGS."""
     def get_config(arg: str = ""):
-        a = split_arg(arg)
-        scale, name = a.pop("scale", "smoke"), a.pop("row", "")
-        if a:
-            raise R.ExperimentError(f"unknown argument(s) {sorted(a)}: allowed row=<name>, scale={'|'.join(R.SCALES)}")
-        exp = R.get(exp_name)
+        args, _ = parse_args(arg, ROW_ARGS)
+        scale, name = args["scale"], args["row"]
+        exp = registry.get(exp_name)
         row = exp.row(scale, name) if name else exp.rows_at(scale)[0]
         rows = [row.name] + ([row.warm_start] if row.warm_start else [])
         plans = {p.row.name: p for p in plan(exp, scale, Path("runs"), rows=rows)}
         return plans[row.name].stages[0].config()
+    get_config.ARGS = ROW_ARGS
     return get_config

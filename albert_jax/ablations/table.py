@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from albert_jax.ablations import evidence as E
-from albert_jax.ablations import registry as R
+from albert_jax.ablations import evidence
+from albert_jax.ablations import registry
 from albert_jax.ablations import stats
-from albert_jax.ablations import sweep as S
+from albert_jax.ablations import sweep
 from albert_jax.configs.schema import ADDED_DEFAULTS
 from albert_jax.training import rundir
 
@@ -34,7 +34,7 @@ def read_metrics(workdir: Path) -> list[dict]:
     return rundir.read_metrics(path) if path.is_file() else []
 
 
-def paper_scale_params(exp: R.Experiment, row_name: str) -> int | None:
+def paper_scale_params(exp: registry.Experiment, row_name: str) -> int | None:
     """Our exact count (encoder + pooler, heads apart, V=30000) of the row's architecture at the paper's scale."""
     from albert_jax.config import model_from_section
     from albert_jax.configs.loader import load_config
@@ -43,12 +43,12 @@ def paper_scale_params(exp: R.Experiment, row_name: str) -> int | None:
     rows = {r.name: r for r in exp.rows_at("paper")}
     if row_name not in rows:
         return None
-    c = load_config(f"{R.experiments_dir() / 'pretrain.py'}:scale=paper")
-    apply_overrides(c, [f"{k}={S._format(v)}" for k, v in rows[row_name].fields.items() if k.startswith("model.")])
+    c = load_config(f"{registry.experiments_dir() / 'pretrain.py'}:scale=paper")
+    apply_overrides(c, [f"{k}={sweep._format(v)}" for k, v in rows[row_name].fields.items() if k.startswith("model.")])
     return model_from_section(c.model, vocab_size=c.data.vocab_size).param_count()
 
 
-def _finetune_result(ts: "E.TaskSamples | None") -> dict | None:
+def _finetune_result(ts: "evidence.TaskSamples | None") -> dict | None:
     """{'median', 'min', 'max', 'n', 'metric', 'estimate', 'majority', 'did_not_learn'} of a task's headline dev
     metric over every finished seed (pretraining seeds x fine-tuning seeds)."""
     if ts is None:
@@ -57,7 +57,7 @@ def _finetune_result(ts: "E.TaskSamples | None") -> dict | None:
     values = ts.values
     return {"metric": ts.metric, "median": est.value, "min": min(values), "max": max(values), "n": len(values),
             "values": values, "estimate": est, "majority": ts.majority, "per_pretraining": ts.per_pretraining,
-            "did_not_learn": E.did_not_learn(est.value, ts.majority)}
+            "did_not_learn": evidence.did_not_learn(est.value, ts.majority)}
 
 
 def _estimate(samples: list) -> stats.Estimate:
@@ -78,7 +78,7 @@ def _difference(a: list, b: list, paired: bool = True) -> stats.Estimate | None:
         return stats.difference(_seed_scores(a), _seed_scores(b))
 
 
-def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
+def collect(exp: registry.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     """One record per row: what the table prints, read from disk. Besides the medians, each record carries its
     estimates with intervals (`est`), its samples, its paired differences to the reference row (`diff`), the
     random-init fine-tuning of its architecture (`random`) and ours minus that (`vs_random`)."""
@@ -86,7 +86,7 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     from albert_jax.tasks.registry import make_task
 
     out = []
-    for p in S.plan(exp, scale, runs):
+    for p in sweep.plan(exp, scale, runs):
         pre = p.directory / "pretrain"
         rec: dict[str, Any] = {"row": p.row.name, "paper": p.row.paper, "directory": str(p.directory)}
         cfg = rundir.read_config(pre, required=False)
@@ -94,8 +94,8 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         rec["arch"] = arch_of(cfg) if cfg else None
         rec["params_paper_config"] = paper_scale_params(exp, p.row.name)
         metrics = read_metrics(pre)
-        pre_dirs = E.seeded_dirs(p.directory, "pretrain")
-        samples = E.intrinsic_samples(pre_dirs)
+        pre_dirs = evidence.seeded_dirs(p.directory, "pretrain")
+        samples = evidence.intrinsic_samples(pre_dirs)
         rec["pretrain_seeds"] = len(samples.get("eval/sop_accuracy", []))
         rec["samples"] = dict(samples)
         # Which held-out pairs the intrinsic samples are of: rows pair by example only when these are equal.
@@ -107,12 +107,13 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
         for t in exp.finetune:
             task = make_task(t)
             metric, scale = task.headline, task.metric_scale
-            ts = E.finetune_samples(E.seeded_dirs(p.directory, f"finetune-{t}"), metric, scale)
+            ts = evidence.finetune_samples(evidence.seeded_dirs(p.directory, f"finetune-{t}"), metric, scale)
             rec["finetune"][t] = _finetune_result(ts)
             if ts is not None:
                 rec["samples"][f"ft:{t}"] = ts.samples
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
-            ts_random = E.finetune_samples([p.directory / f"finetune-{t}{E.RANDOM_SUFFIX}"], metric, scale)
+            ts_random = evidence.finetune_samples([p.directory / f"finetune-{t}{evidence.RANDOM_SUFFIX}"], metric,
+                                                  scale)
             rec["random"][t] = _finetune_result(ts_random)
             if ts_random is not None:
                 rec["random_samples"][t] = ts_random.samples
@@ -144,19 +145,19 @@ def collect(exp: R.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     return out
 
 
-def with_found_tasks(exp: R.Experiment, scale: str, runs) -> R.Experiment:
+def with_found_tasks(exp: registry.Experiment, scale: str, runs) -> registry.Experiment:
     """The experiment with every task its rows were fine-tuned on under `runs`: its own, then those a sweep's
     --tasks added (found as finetune-<task> stages in the row directories)."""
     found = set()
     for row in exp.rows_at(scale):
-        for d in S.row_directory(Path(runs), exp.name, scale, row).glob("finetune-*"):
-            found.add(re.sub(rf"(-seed-\d+|{re.escape(E.RANDOM_SUFFIX)})$", "", d.name[len("finetune-"):]))
+        for d in sweep.row_directory(Path(runs), exp.name, scale, row).glob("finetune-*"):
+            found.add(re.sub(rf"(-seed-\d+|{re.escape(evidence.RANDOM_SUFFIX)})$", "", d.name[len("finetune-"):]))
     from albert_jax.tasks.registry import TASKS
 
     return exp.with_tasks(sorted(t for t in found if t in TASKS))
 
 
-def responding_tasks(exp: R.Experiment, records: list[dict]) -> dict[str, tuple[int, int]]:
+def responding_tasks(exp: registry.Experiment, records: list[dict]) -> dict[str, tuple[int, int]]:
     """task -> (rows whose pretraining beats their random-init twin with an interval above 0, rows with a twin).
     A task responds to pretraining here when at least half of those rows do."""
     out = {}
@@ -166,7 +167,7 @@ def responding_tasks(exp: R.Experiment, records: list[dict]) -> dict[str, tuple[
     return out
 
 
-def _add_task_mean(exp: R.Experiment, records: list[dict], reference: dict | None) -> None:
+def _add_task_mean(exp: registry.Experiment, records: list[dict], reference: dict | None) -> None:
     """With two or more downstream tasks, each row's headline downstream score: the mean over the tasks that
     respond to pretraining (`responding_tasks`), with its interval (stats.task_mean), its difference to the
     reference row and to its random-init twin."""
@@ -191,7 +192,7 @@ def _add_task_mean(exp: R.Experiment, records: list[dict], reference: dict | Non
             r["est"].pop("ft:mean", None)
 
 
-def reference_row(exp: R.Experiment, records: list[dict]) -> dict | None:
+def reference_row(exp: registry.Experiment, records: list[dict]) -> dict | None:
     """The row the others are compared with: the experiment's `reference`, else its first row."""
     if not records:
         return None
@@ -199,7 +200,7 @@ def reference_row(exp: R.Experiment, records: list[dict]) -> dict | None:
     return next((r for r in records if r["row"] == name), None)
 
 
-def check_readings(exp: R.Experiment, records: list[dict]) -> list[tuple[E.Check, str, str]]:
+def check_readings(exp: registry.Experiment, records: list[dict]) -> list[tuple[evidence.Check, str, str]]:
     """Each of the experiment's checks with its verdict (reproduced, contradicted, not resolved, not run). A
     verdict drawn while one of its rows is still running says "so far" and names the row: a table printed from a
     sweep in progress must not read as its finding (a partial row once showed "contradicted" from one seed)."""
@@ -252,11 +253,11 @@ def _paper(value: Any) -> str:
     return MISSING if value is None else str(value)
 
 
-def columns(exp: R.Experiment) -> list[tuple[str, str]]:
+def columns(exp: registry.Experiment) -> list[tuple[str, str]]:
     """(header, key) pairs: each paper column followed by ours where we measure it."""
     cols = [("Row", "row")]
     for key in exp.columns:
-        label, ours = R.COLUMNS[key]
+        label, ours = registry.COLUMNS[key]
         cols.append((f"{label} (paper)", f"paper:{key}"))
         if key == "params":
             cols += [("Params (ours, paper config)", "ours:params_paper_config"),
@@ -267,7 +268,7 @@ def columns(exp: R.Experiment) -> list[tuple[str, str]]:
             cols.append((f"{label} (ours)", f"ours:{ours}"))
         elif ours in exp.finetune:
             cols.append((f"{ours} dev (ours)", f"ours:ft:{ours}"))
-    shown = {R.COLUMNS[k][1] for k in exp.columns}
+    shown = {registry.COLUMNS[k][1] for k in exp.columns}
     cols += [(f"{t} dev (ours)", f"ours:ft:{t}") for t in exp.finetune if t not in shown]
     if len(exp.finetune) > 1:
         cols.append(("Downstream: mean of the responding tasks (ours)", "ours:ft:mean"))
@@ -329,13 +330,13 @@ def twin_label(arch: dict, records: list[dict]) -> str:
     return describe_arch(arch) + (f", {arch.get('vocab')}" if len(vocabs) > 1 else "")
 
 
-def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
+def markdown(exp: registry.Experiment, scale: str, records: list[dict]) -> str:
     cols = columns(exp)
     lines = [f"### {exp.title} — scale {scale}", "", f"Reading under test: {exp.reading}", "",
              "| " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * len(cols)]
     for rec in records:
         lines.append("| " + " | ".join(cell(rec, k) for _, k in cols) + " |")
-    unmeasured = [R.COLUMNS[k][0] for k in exp.columns if R.COLUMNS[k][1] is None]
+    unmeasured = [registry.COLUMNS[k][0] for k in exp.columns if registry.COLUMNS[k][1] is None]
     notes = []
     if unmeasured:
         notes.append(f"Paper columns without ours ({', '.join(unmeasured)}): GLUE/SQuAD/RACE are TFDS catalog "
@@ -360,7 +361,7 @@ def markdown(exp: R.Experiment, scale: str, records: list[dict]) -> str:
     return "\n".join(lines + [""] + notes) + "\n"
 
 
-def finetune_seed_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
+def finetune_seed_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
     """How many fine-tuning seeds stand behind each fine-tuning cell, per pretraining seed. One line when every
     cell has the same; otherwise each cell's counts, so a table printed mid-sweep does not pass one pretraining
     seed's fine-tunes off as the row's."""
@@ -380,7 +381,7 @@ def finetune_seed_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
     return [f"Fine-tuning cells in progress (finished fine-tuning seeds under pretraining seed 0+1+...): {listed}."]
 
 
-def baseline_lines(exp: R.Experiment, records: list[dict]) -> list[str]:
+def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
     """What each column's numbers stand against: chance and majority, and random init per architecture."""
     ref = reference_row(exp, records)
     seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
@@ -432,7 +433,7 @@ def _signed(d: stats.Estimate) -> str:
             f"{' ✓ resolved' if d.resolved else ' (not resolved)'}")
 
 
-def write_csv(exp: R.Experiment, records: list[dict], path: Path) -> Path:
+def write_csv(exp: registry.Experiment, records: list[dict], path: Path) -> Path:
     cols = columns(exp)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -442,7 +443,7 @@ def write_csv(exp: R.Experiment, records: list[dict], path: Path) -> Path:
     return path
 
 
-def headline_values(exp: R.Experiment, records: list[dict]) -> tuple[dict, dict | None, dict]:
+def headline_values(exp: registry.Experiment, records: list[dict]) -> tuple[dict, dict | None, dict]:
     """(ours, paper, our intervals) per row for the bar chart: a fine-tuning task's dev median or an intrinsic
     metric (%). The paper's values come along only for an intrinsic metric, the same measure as ours: a local
     task's dev accuracy and the paper's SST-2 are different measures and never share an axis."""
@@ -453,13 +454,13 @@ def headline_values(exp: R.Experiment, records: list[dict]) -> tuple[dict, dict 
         ours[rec["row"]] = None if e is None else 100 * e.value
         if e is not None:
             intervals[rec["row"]] = (100 * e.low, 100 * e.high)
-        col = next((k for k, (_, o) in R.COLUMNS.items() if o == exp.headline and k in exp.columns), None)
+        col = next((k for k, (_, o) in registry.COLUMNS.items() if o == exp.headline and k in exp.columns), None)
         value = rec["paper"].get(col) if col and exp.headline.startswith("eval/") else None
         paper[rec["row"]] = value if isinstance(value, (int, float)) else None
     return ours, (paper if any(v is not None for v in paper.values()) else None), intervals
 
 
-def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True) -> tuple[str, list[Path]]:
+def build(exp: registry.Experiment, scale: str, runs, out_dir=None, plots: bool = True) -> tuple[str, list[Path]]:
     """Markdown text, and the files written (CSV, curves PNG, bars PNG) under out_dir (default: the sweep's)."""
     exp = with_found_tasks(exp, scale, runs)
     records = collect(exp, scale, runs)
@@ -469,23 +470,24 @@ def build(exp: R.Experiment, scale: str, runs, out_dir=None, plots: bool = True)
     (out / "table.md").write_text(text, encoding="utf-8")
     files = [out / "table.md", write_csv(exp, records, out / "table.csv")]
     if plots:
-        from albert_jax.ablations import plots as P
+        from albert_jax.ablations import plots as plotting
 
         seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
         caption = (f"{exp.name}, {scale} scale, {'/'.join(map(str, seeds)) or '?'} pretraining seed(s)")
         curves = {r["row"]: {m: [(x["step"], x[m]) for x in read_metrics(Path(r["directory"]) / "pretrain") if m in x]
-                             for m in E.INTRINSIC} for r in records}
+                             for m in evidence.INTRINSIC} for r in records}
         if any(any(v.values()) for v in curves.values()):
-            files.append(P.plot_panels(curves, list(E.INTRINSIC), out / "curves.png",
+            files.append(plotting.plot_panels(curves, list(evidence.INTRINSIC), out / "curves.png",
                                        title=f"{caption}\nheld-out curves of seed 0",
-                                       chance={"eval/sop_accuracy": E.CHANCE, "eval/nsp_accuracy": E.CHANCE}))
+                                       chance={"eval/sop_accuracy": evidence.CHANCE,
+                                               "eval/nsp_accuracy": evidence.CHANCE}))
         ours, paper, intervals = headline_values(exp, records)
-        files.append(P.plot_bars(ours, exp.headline, out / "bars.png", paper=paper, intervals=intervals,
+        files.append(plotting.plot_bars(ours, exp.headline, out / "bars.png", paper=paper, intervals=intervals,
                                  title=f"{caption}\nmedian [95% interval]" + (", the paper's beside" if paper else "")))
     return text, files
 
 
-def best_row(exp: R.Experiment, scale: str, runs, hf_only: bool = False) -> dict | None:
+def best_row(exp: registry.Experiment, scale: str, runs, hf_only: bool = False) -> dict | None:
     """The finished row with the best headline fine-tuning score (dev median); hf_only keeps the rows whose
     sharing transformers can express (all-shared or not-shared, no sharing_map)."""
     task = exp.headline if exp.headline in exp.finetune else (exp.finetune[0] if exp.finetune else None)

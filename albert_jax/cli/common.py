@@ -108,7 +108,8 @@ def run_config(args):
 
 
 def add_run_arguments(p, example: str) -> None:
-    p.add_argument("--config", help=f"experiments/<file>.py[:<args>], e.g. {example}")
+    p.add_argument("--config", help=f"experiments/<file>.py[:<args>], e.g. {example} (`albert-jax config args "
+                   "experiments/<file>.py` lists a file's arguments)")
     p.add_argument("--workdir", help="checkpoints, metrics.jsonl, TensorBoard events, config.json")
     p.add_argument("--resume", metavar="WORKDIR", help="continue the run in WORKDIR with the config it recorded "
                    "(no --config, no retyped --set)")

@@ -1,6 +1,7 @@
 """`albert-jax config show SPEC`: every field of an experiment config with its type, default, this config's value,
 allowed values, role and a one-line description, from the schema that declares them (configs/schema.py; the model
-section's types and defaults are AlbertConfig's)."""
+section's types and defaults are AlbertConfig's). `albert-jax config args FILE`: the arguments an experiment file
+takes after ':', from its declaration (configs/arguments.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -76,6 +77,18 @@ def _show(args) -> int:
     return 0
 
 
+def _args(args) -> int:
+    from albert_jax.configs.arguments import declared_args, help_text
+    from albert_jax.configs.loader import find_config_file, load_module
+
+    path = args.file.partition(":")[0]
+    declared = declared_args(load_module(find_config_file(path)))
+    if not declared:
+        raise ValueError(f"{path} declares no arguments (an experiment file lists them as ARGS)")
+    print(help_text(declared, path))
+    return 0
+
+
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("config", help="show an experiment config's fields: type, default, value, allowed "
                               "values, role, description")
@@ -89,3 +102,8 @@ def add_cli(subparsers) -> None:
     q.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field first, as for the drivers")
     q.add_argument("--json", action="store_true", help="a JSON list of rows instead of lines")
     q.set_defaults(func=_show)
+    q = sub.add_parser("args", help="the arguments an experiment file takes after ':'",
+                       description="Each argument of the experiment file FILE (experiments/<file>.py): its allowed "
+                       "values or type, what it sets, and its default, from the file's declaration (ARGS).")
+    q.add_argument("file", help="experiments/<file>.py, e.g. experiments/pretrain.py")
+    q.set_defaults(func=_args)

@@ -12,7 +12,7 @@ FORMATS = ".txt (one input per line; a pair as two tab-separated texts), .csv/.t
 
 def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
     """(ids, inputs): each input named by file:line (or the SQuAD question id)."""
-    from albert_jax.data import user_files as U
+    from albert_jax.data import user_files
     from albert_jax.runs.predict import PredictError
 
     kind, suffix = predictor.kind, path.suffix.lower()
@@ -38,15 +38,15 @@ def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
                     inputs.append(text)
         return ids, inputs
     if suffix == ".conll" and kind == "tagging":
-        rows = U.read_conll(path, labeled=False)
+        rows = user_files.read_conll(path, labeled=False)
         return [f"{path.name}:{line}" for line, _, _ in rows], [words for _, words, _ in rows]
     if suffix == ".json" and kind == "span":
-        rows = U.read_squad(path, labeled=False)
+        rows = user_files.read_squad(path, labeled=False)
         return [r["id"] for _, r in rows], [r for _, r in rows]
-    if suffix in U.TABLE_SUFFIXES:
+    if suffix in user_files.TABLE_SUFFIXES:
         columns = {"classification": tuple(getattr(predictor.task, "text_keys", ())), "tagging": ("words",),
                    "span": ("question", "context")}[kind]
-        rows = U.read_table(path, columns)
+        rows = user_files.read_table(path, columns)
         inputs = []
         for line, row in rows:
             if kind == "tagging":

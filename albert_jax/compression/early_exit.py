@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.modeling.encoder import apply_layer, hidden_input
 from albert_jax.modeling.heads import exit_logits
 from albert_jax.modeling.model import Embeddings, pool
@@ -32,7 +32,7 @@ def make_predict(cfg):
         positions = jnp.broadcast_to(jnp.arange(input_ids.shape[-1]), input_ids.shape)
         emb = Embeddings(cfg).apply({"params": albert["embeddings"]}, input_ids, segment_ids, positions, True)
         x = hidden_input(cfg, albert["encoder"].get("embedding_hidden_mapping_in"), emb)
-        mask_bias = L.mask_to_bias(input_mask)
+        mask_bias = layers.mask_to_bias(input_mask)
         zeros = jnp.zeros((B,), jnp.int32)
 
         def cond(state):

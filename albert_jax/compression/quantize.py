@@ -39,7 +39,7 @@ from flax import linen as nn
 from qwix._src.core import einsum as qwix_einsum  # HowToQuantize from an einsum: the PTQ provider's own rule
 
 from albert_jax import sharding as shd
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import state as st
 
@@ -53,7 +53,7 @@ class QuantizeError(ValueError):
 
 
 @flax.struct.dataclass
-class QuantizedWeight(L.WeightOp):
+class QuantizedWeight(layers.WeightOp):
     """A kernel held as a qwix QArray; multiplies itself with qwix (see the module docstring)."""
 
     weight: qwix.QArray  # first field: flax compares a stored parameter's first leaf with its declared shape
@@ -98,7 +98,7 @@ _SEEN: list | None = None  # filled by _Probe.einsum during `_discover`
 
 
 @flax.struct.dataclass
-class _Probe(L.WeightOp):
+class _Probe(layers.WeightOp):
     """A float kernel that notes the einsum it is used in (its path survives scan and layer slicing)."""
 
     array: Any

@@ -24,7 +24,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from albert_jax import sharding as shd
-from albert_jax.compression import quantize as Q
+from albert_jax.compression import quantize
 from albert_jax.compression.quantize import QuantizeError
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop, rundir
@@ -83,7 +83,7 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     from albert_jax.runs.pretrain import read_run_config
     from albert_jax.tasks.registry import task_of_run
 
-    rules = Q.default_rules(activations)  # a bad value fails before anything is read
+    rules = quantize.default_rules(activations)  # a bad value fails before anything is read
     run = finetuned_run(workdir, seed)
     run_dir, cfg = Path(run.workdir), run.config
     from albert_jax.tasks.registry import head_of
@@ -101,17 +101,17 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
     if bs % mesh.devices.size:
         raise QuantizeError(f"--batch-size {bs} does not divide over the {mesh.devices.size} devices")
     params = jax.device_get(run.params)  # host arrays: jit lays them out on this process's mesh
-    how = Q.plan(task, cfg, rules)
-    qparams = Q.quantize_params(params, how)
+    how = quantize.plan(task, cfg, rules)
+    qparams = quantize.quantize_params(params, how)
     os.makedirs(out, exist_ok=True)
     source = run.describe()
-    ckpt_path = Q.save(out, qparams, Q.quantized_meta(task, cfg, rules, how, source))
+    ckpt_path = quantize.save(out, qparams, quantize.quantized_meta(task, cfg, rules, how, source))
 
     with tempfile.TemporaryDirectory(dir=out) as tmp:  # the float32 params saved the same way, for the bytes
         with ocp.StandardCheckpointer() as c:
             c.save(os.path.join(os.path.abspath(tmp), "f32"), jax.tree.map(np.asarray, params))
-        f32_disk = Q.dir_bytes(os.path.join(tmp, "f32"))
-    q_disk = Q.dir_bytes(ckpt_path) - os.path.getsize(os.path.join(ckpt_path, ckpt.MANIFEST))
+        f32_disk = quantize.dir_bytes(os.path.join(tmp, "f32"))
+    q_disk = quantize.dir_bytes(ckpt_path) - os.path.getsize(os.path.join(ckpt_path, ckpt.MANIFEST))
 
     log.info("preparing %s (max_seq_length=%s, limit=%s)", task.name, data_cfg.get("max_seq_length"),
              data_cfg.get("limit", 0))
@@ -131,17 +131,17 @@ def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int
            for name, p in (("float32", params), ("int8", qparams))}
     speed = _throughput(fwd, batch, bs, repeats)
 
-    f32_k, q_k = Q.kernel_bytes(params, how), Q.kernel_bytes(qparams, how)
+    f32_k, q_k = quantize.kernel_bytes(params, how), quantize.kernel_bytes(qparams, how)
     result = {
         "source": source, "task": task.name,
-        "quantization": {"library": f"qwix {Q.qwix.__version__}", "weights": "int8", "activations": activations,
-                         "kernels_quantized": len(how), "rules": Q.rules_to_json(rules)},
+        "quantization": {"library": f"qwix {quantize.qwix.__version__}", "weights": "int8", "activations": activations,
+                         "kernels_quantized": len(how), "rules": quantize.rules_to_json(rules)},
         "float32": f32, "int8": q8,
         "delta_points": {"dev": _delta_points(f32["dev"], q8["dev"]), "test": _delta_points(f32["test"], q8["test"])},
         "float32_reproduces_run": _reproduces(run_dir, f32["dev"], f32["test"]),
         "bytes": {"kernels": {"float32": f32_k, "int8": q_k, "ratio": round(f32_k / q_k, 3)},
-                  "params": {"float32": Q.tree_bytes(params), "int8": Q.tree_bytes(qparams),
-                             "ratio": round(Q.tree_bytes(params) / Q.tree_bytes(qparams), 3)},
+                  "params": {"float32": quantize.tree_bytes(params), "int8": quantize.tree_bytes(qparams),
+                             "ratio": round(quantize.tree_bytes(params) / quantize.tree_bytes(qparams), 3)},
                   "checkpoint_on_disk": {"float32": f32_disk, "int8": q_disk, "ratio": round(f32_disk / q_disk, 3)}},
         "throughput": {"examples_per_second": {k: round(v, 1) for k, v in speed.items()},
                        "int8_over_float32": round(speed["int8"] / speed["float32"], 3),

@@ -109,10 +109,20 @@ _KINDS = {"bool": bool, "int": int, "float": float, "str": str}
 
 # Sections whose fields mirror a dataclass: their types come from its annotations (so None-able fields work).
 _SECTION_TYPES: dict[str, Any] = {}
+_SECTION_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {}
 
 
-def register_section(section: str, dataclass_type) -> None:
+def register_section(section: str, dataclass_type, choices: dict[str, tuple[str, ...]] | None = None) -> None:
     _SECTION_TYPES[section] = field_types(dataclass_type)
+    _SECTION_CHOICES[section] = dict(choices or {})
+
+
+def section_field(key: str) -> tuple[tuple[type, ...], bool, tuple[str, ...]] | None:
+    """(types, accepts None, allowed values) of a registered section's field (`model.sharing`), or None."""
+    section, _, leaf = key.rpartition(".")
+    if leaf not in _SECTION_TYPES.get(section, {}):
+        return None
+    return (*_SECTION_TYPES[section][leaf], _SECTION_CHOICES[section].get(leaf, ()))
 
 
 def set_field(config, key: str, raw: str) -> None:

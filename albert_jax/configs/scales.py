@@ -1,4 +1,5 @@
-"""The scales every experiment config has, and the small model the smoke and cpu scales train.
+"""The scales every experiment config has (the model the smoke and cpu scales train is albert_jax/config.py's
+`smoke` preset).
 
 smoke: seconds per row (the tests); cpu: minutes per row on 2 cores (docs/reproduction.md chose it from
 measured curves); paper: the paper's models and schedule.
@@ -15,11 +16,6 @@ DEFAULT_VOCAB = {"smoke": 4000, "cpu": 4000, "paper": 30000}
 # documents a source build in a third of the time 400 did (nearly the whole mix); People's Daily needs its 400 (2 MB)
 # for a validation split at all. Experiments that switch the corpus per row (zh_masking) read it from here.
 SMOKE_DOCS = {"albert_pretrain_en": 100, "albert_pretrain_zh": 400}
-
-# A model that learns visibly in a few hundred CPU steps: 4 layers of width 128, E=64 (experiments/pretrain.py
-# and experiments/finetune.py build on it; the ablations set E and sharing per row).
-SMOKE_MODEL = dict(embedding_size=64, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                   intermediate_size=256, max_position_embeddings=128)
 
 # The paper scale runs each scanned layer under remat "dots_no_ffn_in" (save the weight matmuls' outputs except the
 # FFN's [B, L, I] expansion; recompute that, the attention scores and the elementwise work in the backward pass): the

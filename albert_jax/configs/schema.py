@@ -55,6 +55,7 @@ class Field:
     role: str = "free"
     added: str = ""  # "" | "record" (old records lack it) | "fingerprint" (old fingerprints lack it too)
     written: bool = True  # False: read with its default when absent, never written by the experiment files
+    choices: tuple[str, ...] = ()  # a closed set of values (`check` accepts exactly these)
 
     def __post_init__(self):
         if self.role not in ROLES or self.added not in ("", "record", "fingerprint"):
@@ -86,7 +87,7 @@ def _float(lo: float = 0.0, *, strict: bool = False, hi: float | None = None, no
 
 
 def _choice(allowed: tuple[str, ...], **kw) -> Field:
-    return Field("str", lambda v: v in allowed, f"one of {', '.join(allowed)}", **kw)
+    return Field("str", lambda v: v in allowed, f"one of {', '.join(allowed)}", choices=allowed, **kw)
 
 
 def _str(**kw) -> Field:

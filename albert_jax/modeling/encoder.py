@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.modeling import layout
 from albert_jax.modeling.params import Params, attention_spec, dense_spec, ffn_spec, freeze_spec
 
@@ -48,8 +48,8 @@ def _take(tree, index):
 
 def hidden_input(cfg, proj, emb_BLE):
     """The first layer's input: the E->H projection of the embeddings (when configured), in the compute dtype."""
-    x_BLH = emb_BLE if proj is None else L.dense(proj, emb_BLE, jnp.dtype(cfg.dtype))
-    return nn.with_logical_constraint(x_BLH.astype(jnp.dtype(cfg.dtype)), L.ACT_BLH)
+    x_BLH = emb_BLE if proj is None else layers.dense(proj, emb_BLE, jnp.dtype(cfg.dtype))
+    return nn.with_logical_constraint(x_BLH.astype(jnp.dtype(cfg.dtype)), layers.ACT_BLH)
 
 
 def apply_layer(cfg, encoder_params, layer, x_BLH, mask_bias):
@@ -83,8 +83,9 @@ class LayerStep(nn.Module):
         for k in range(cfg.inner_group_num):
             p = _take(params, k) if cfg.inner_group_num > 1 else params
             r = rngs[3 * k: 3 * k + 3] if need_rng else (None, None, None)
-            x_BLH = L.attention_block(p["attention"], x_BLH, mask_bias, cfg, dtype, (r[0], r[1]), self.deterministic)
-            x_BLH = L.ffn_block(p["ffn"], x_BLH, cfg, dtype, r[2], self.deterministic)
+            x_BLH = layers.attention_block(p["attention"], x_BLH, mask_bias, cfg, dtype, (r[0], r[1]),
+                                           self.deterministic)
+            x_BLH = layers.ffn_block(p["ffn"], x_BLH, cfg, dtype, r[2], self.deterministic)
         return x_BLH, (x_BLH if self.collect else None)
 
 

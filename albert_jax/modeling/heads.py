@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.modeling.model import AlbertModel
 from albert_jax.modeling.params import Params, dense_spec, freeze_spec, layer_norm_spec
 
@@ -36,10 +36,10 @@ class MLMHead(nn.Module):
     def __call__(self, x_BPH, attend):
         cfg = self.config
         dtype = jnp.dtype(cfg.dtype)
-        h = L.activation(cfg.hidden_act)(L.dense(_dense(cfg, cfg.hidden_size, cfg.embedding_size,
+        h = layers.activation(cfg.hidden_act)(layers.dense(_dense(cfg, cfg.hidden_size, cfg.embedding_size,
                                                         ("hidden", "embed"), "dense")(), x_BPH, dtype))
         ln = Params(freeze_spec(layer_norm_spec(cfg.embedding_size, "embed")), **_decl(cfg), name="LayerNorm")()
-        h = L.layer_norm(ln, h, cfg.layer_norm_eps)
+        h = layers.layer_norm(ln, h, cfg.layer_norm_eps)
         bias = self.param("bias", nn.with_logical_partitioning(nn.initializers.zeros, ("vocab",)),
                           (cfg.vocab_size,), jnp.dtype(cfg.param_dtype))
         return (attend(h) + bias.astype(dtype)).astype(jnp.float32)
@@ -56,14 +56,14 @@ class Classifier(nn.Module):
     def __call__(self, x, deterministic=True):
         cfg = self.config
         rng = None if deterministic or self.dropout_rate == 0 else self.make_rng("dropout")
-        x = L.dropout(x, self.dropout_rate, rng, deterministic)
+        x = layers.dropout(x, self.dropout_rate, rng, deterministic)
         init = nn.initializers.truncated_normal(cfg.initializer_range)
         pdtype = jnp.dtype(cfg.param_dtype)
         p = {"kernel": self.param("kernel", nn.with_logical_partitioning(init, ("hidden", None)),
                                   (cfg.hidden_size, self.num_labels), pdtype),
              "bias": self.param("bias", nn.with_logical_partitioning(nn.initializers.zeros, (None,)),
                                 (self.num_labels,), pdtype)}
-        return L.dense(p, x, jnp.dtype(cfg.dtype)).astype(jnp.float32)
+        return layers.dense(p, x, jnp.dtype(cfg.dtype)).astype(jnp.float32)
 
 
 class AlbertForPreTraining(nn.Module):
@@ -172,7 +172,7 @@ class AlbertForSquadV2(nn.Module):
             input_ids, attention_mask, token_type_ids, deterministic=deterministic)["sequence_output"]
         # p_mask: 1 marks positions that cannot be in an answer (question, special tokens).
         neg = 0.0 if p_mask is None else p_mask.astype(jnp.float32) * -1e30
-        start = L.dense(_dense(cfg, H, 1, ("hidden", None), "start_logits")(), seq, dtype)[..., 0]
+        start = layers.dense(_dense(cfg, H, 1, ("hidden", None), "start_logits")(), seq, dtype)[..., 0]
         start_logits = start.astype(jnp.float32) + neg
         end_0 = _dense(cfg, 2 * H, H, (None, "hidden"), "end_logits_dense_0")
         end_ln = Params(freeze_spec(layer_norm_spec(H, "hidden")), **_decl(cfg), name="end_logits_LayerNorm")
@@ -180,9 +180,9 @@ class AlbertForSquadV2(nn.Module):
 
         def end_logits_for(start_feature_BH):
             feat = jnp.broadcast_to(start_feature_BH[:, None], seq.shape)
-            h = jnp.tanh(L.dense(end_0(), jnp.concatenate([seq, feat], -1), dtype))
-            h = L.layer_norm(end_ln(), h, cfg.layer_norm_eps)
-            return L.dense(end_1(), h, dtype)[..., 0].astype(jnp.float32) + neg
+            h = jnp.tanh(layers.dense(end_0(), jnp.concatenate([seq, feat], -1), dtype))
+            h = layers.layer_norm(end_ln(), h, cfg.layer_norm_eps)
+            return layers.dense(end_1(), h, dtype)[..., 0].astype(jnp.float32) + neg
 
         if start_positions is not None:
             start_feature = gather_positions(seq, start_positions[:, None])[:, 0]
@@ -194,14 +194,14 @@ class AlbertForSquadV2(nn.Module):
         # Answerability: attention-pooled start feature + the CLS state (official answer_class).
         weights = jax.nn.softmax(start_logits, axis=-1)
         start_summary = jnp.einsum("bl,blh->bh", weights.astype(dtype), seq.astype(dtype))
-        h = jnp.tanh(L.dense(_dense(cfg, 2 * H, H, (None, "hidden"), "answer_class_dense_0")(),
+        h = jnp.tanh(layers.dense(_dense(cfg, 2 * H, H, (None, "hidden"), "answer_class_dense_0")(),
                              jnp.concatenate([start_summary, seq[:, 0]], -1), dtype))
         rng = None if deterministic or cfg.classifier_dropout_prob == 0 else self.make_rng("dropout")
-        h = L.dropout(h, cfg.classifier_dropout_prob, rng, deterministic)
+        h = layers.dropout(h, cfg.classifier_dropout_prob, rng, deterministic)
         w = self.param("answer_class_dense_1", nn.with_logical_partitioning(
             nn.initializers.truncated_normal(cfg.initializer_range), ("hidden", None)), (H, 1),
             jnp.dtype(cfg.param_dtype))
-        cls_logits = L.project(L.DENSE, h, w, dtype)[..., 0].astype(jnp.float32)
+        cls_logits = layers.project(layers.DENSE, h, w, dtype)[..., 0].astype(jnp.float32)
         return {"start_logits": start_logits, "end_logits": end_logits, "cls_logits": cls_logits,
                 "top_starts": None if start_positions is not None else top_starts}
 
@@ -211,7 +211,7 @@ def exit_logits(exits, pooled_BH, layer, dtype):
     per-layer kernels, as the step-by-step inference path scores one layer at a time (AlbertForEarlyExit scores
     all layers at once with the same kernels in one einsum; the test checks the two agree)."""
     p = {"kernel": exits["kernel"][layer], "bias": exits["bias"][layer]}
-    return L.dense(p, pooled_BH, dtype).astype(jnp.float32)
+    return layers.dense(p, pooled_BH, dtype).astype(jnp.float32)
 
 
 class AlbertForEarlyExit(nn.Module):
@@ -240,7 +240,7 @@ class AlbertForEarlyExit(nn.Module):
         pooled = self.albert.pool(cls_BLH)
         rate = cfg.classifier_dropout_prob
         rng = None if deterministic or rate == 0 else self.make_rng("dropout")
-        pooled = L.dropout(pooled, rate, rng, deterministic)  # one mask per layer's copy, as separate heads
+        pooled = layers.dropout(pooled, rate, rng, deterministic)  # one mask per layer's copy, as separate heads
         exits = self.exits()
-        logits = L.project("blh,lhc->blc", pooled, exits["kernel"], jnp.dtype(cfg.dtype))
+        logits = layers.project("blh,lhc->blc", pooled, exits["kernel"], jnp.dtype(cfg.dtype))
         return (logits + exits["bias"].astype(logits.dtype)).astype(jnp.float32)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import linen as nn
 
-from albert_jax.modeling import layers as L
+from albert_jax.modeling import layers
 from albert_jax.modeling.encoder import Encoder
 from albert_jax.modeling.params import Params, dense_spec, freeze_spec, layer_norm_spec
 
@@ -39,10 +39,10 @@ class Embeddings(nn.Module):
         x = jnp.take(self.word_embeddings()["embedding"], input_ids_BL, axis=0)
         x = x + jnp.take(self.position_embeddings()["embedding"], position_ids_BL, axis=0)
         x = x + jnp.take(self.token_type_embeddings()["embedding"], token_type_ids_BL, axis=0)
-        x = L.layer_norm(self.LayerNorm(), x, cfg.layer_norm_eps)
+        x = layers.layer_norm(self.LayerNorm(), x, cfg.layer_norm_eps)
         rng = None if deterministic or cfg.hidden_dropout_prob == 0 else self.make_rng("dropout")
-        x = L.dropout(x, cfg.hidden_dropout_prob, rng, deterministic)
-        return nn.with_logical_constraint(x, L.ACT_BLE)
+        x = layers.dropout(x, cfg.hidden_dropout_prob, rng, deterministic)
+        return nn.with_logical_constraint(x, layers.ACT_BLE)
 
     def attend(self, x_BLE):
         """Logits against the E-dim word table: the MLM decoder is tied to the input embeddings."""
@@ -53,7 +53,7 @@ class Embeddings(nn.Module):
 
 def pool(pooler, cls_BH, cfg):
     """tanh(dense) on [CLS] states: the one pooler formula (the early-exit inference path calls it too)."""
-    return jnp.tanh(L.dense(pooler, cls_BH, jnp.dtype(cfg.dtype)))
+    return jnp.tanh(layers.dense(pooler, cls_BH, jnp.dtype(cfg.dtype)))
 
 
 class AlbertModel(nn.Module):
@@ -83,7 +83,7 @@ class AlbertModel(nn.Module):
         if position_ids is None:
             position_ids = jnp.broadcast_to(jnp.arange(input_ids.shape[-1]), input_ids.shape)
         emb = self.embeddings(input_ids, token_type_ids, position_ids, deterministic)
-        bias = L.mask_to_bias(attention_mask) if pack_ids is None else L.pack_mask_bias(pack_ids)
+        bias = layers.mask_to_bias(attention_mask) if pack_ids is None else layers.pack_mask_bias(pack_ids)
         seq, hidden = self.encoder(emb, bias, deterministic, output_hidden_states)
         pooled = self.pool(seq[:, 0]) if self.add_pooling_layer else None
         return {"sequence_output": seq, "pooled_output": pooled, "hidden_states": hidden}

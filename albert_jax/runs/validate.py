@@ -35,7 +35,6 @@ log = logging.getLogger("albert_jax.config")
 
 KINDS = ("pretrain", "finetune")
 # Every field's type, allowed values, default and role: configs/schema.py.
-KNOBS = schema.FINETUNE_MODEL_KNOBS
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -488,11 +487,11 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
         if config.reset_head:
             c.warn("reset_head=true has no effect with init=random (every head starts new)")
     else:
-        check_model_section(config.model, 1, fields=KNOBS)
+        check_model_section(config.model, 1, fields=schema.FINETUNE_MODEL_KNOBS)
         for field in _keys(config.model):
-            if field not in KNOBS:
+            if field not in schema.FINETUNE_MODEL_KNOBS:
                 c.warn(f"model.{field} has no effect: the architecture comes from init={config.init!r} (only "
-                       f"{', '.join(KNOBS)} may change)")
+                       f"{', '.join(schema.FINETUNE_MODEL_KNOBS)} may change)")
         if config.init != "minilm" and not os.path.exists(config.init):
             raise ConfigError(f"init={config.init!r}: no such directory; expected a pretraining or fine-tuning "
                               "workdir, a HuggingFace ALBERT/BERT directory, 'minilm' or 'random'")

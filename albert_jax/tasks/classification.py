@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from albert_jax.modeling import AlbertForSequenceClassification
-from albert_jax.tasks import metrics as M
+from albert_jax.tasks import metrics as task_metrics
 from albert_jax.tasks.base import LossTerm, Task
 from albert_jax.tasks.features import Features, TaskData, TaskDataError, encode_text, text_of
 
@@ -185,8 +185,8 @@ class ClassificationTask(DownstreamTask):
         out = {f"{p}loss": float(sums["loss_sum"]) / max(float(sums["count"]), 1.0), f"{p}examples": int(keep.sum())}
         if ((label == -1) if self.regression else (label < 0)).all():
             return out  # hidden labels (GLUE test, STS-B's included, are -1): nothing to score
-        fns = {"accuracy": M.accuracy, "f1": M.f1_binary, "mcc": M.matthews_corrcoef, "pearson": M.pearson,
-               "spearman": M.spearman}
+        fns = {"accuracy": task_metrics.accuracy, "f1": task_metrics.f1_binary, "mcc": task_metrics.matthews_corrcoef,
+               "pearson": task_metrics.pearson, "spearman": task_metrics.spearman}
         for name in self.metrics:
             out[f"{p}{name}"] = float(fns[name](pred, label))
         return out

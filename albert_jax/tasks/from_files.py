@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from albert_jax.data import user_files as U
+from albert_jax.data import user_files
 from albert_jax.data.user_files import UserDataError
 
 KINDS = ("classification", "pair", "regression", "tagging", "span")
@@ -84,16 +84,16 @@ def read_spec(path) -> dict:
             raise UserDataError(f"{out['train']}: one label ({out['labels'][0]!r}) in the whole train file; "
                                 "classification needs two or more (or give them: \"labels\": [...])")
     if kind == "span":  # v2 (an answerability head) when the train file has unanswerable questions
-        out["version"] = 2 if any(r["is_impossible"] for _, r in U.read_squad(Path(out["train"]))) else 1
+        out["version"] = 2 if any(r["is_impossible"] for _, r in user_files.read_squad(Path(out["train"]))) else 1
     return out
 
 
 def _labels_of(spec: dict) -> list[str]:
     if spec["kind"] == "tagging":
-        values = {t for _, _, tags in U.read_conll(Path(spec["train"])) for t in tags}
+        values = {t for _, _, tags in user_files.read_conll(Path(spec["train"])) for t in tags}
     else:
         values = set()
-        for line, row in U.read_table(Path(spec["train"]), (spec["label"],)):
+        for line, row in user_files.read_table(Path(spec["train"]), (spec["label"],)):
             value = str(row[spec["label"]]).strip()
             if not value:  # it would become a class '' of its own
                 raise UserDataError(f"{spec['train']}:{line}: empty label in column {spec['label']!r}")
@@ -128,11 +128,11 @@ def read_records(spec: dict, path: Path, hidden_ok: bool = False) -> list[dict]:
     if kind == "tagging":
         return _tagging_records(spec, path)
     if kind == "span":
-        return [r for _, r in U.read_squad(path)]
+        return [r for _, r in user_files.read_squad(path)]
     texts = (spec["text"], spec["pair"]) if kind == "pair" else (spec["text"],)
     index = {name: i for i, name in enumerate(spec.get("labels", ()))}
     out = []
-    for line, row in U.read_table(path, texts + (() if hidden_ok else (spec["label"],))):
+    for line, row in user_files.read_table(path, texts + (() if hidden_ok else (spec["label"],))):
         rec = {"id": f"{path.name}:{line}"}
         for col in texts:
             text = str(row[col]).strip()
@@ -163,7 +163,7 @@ def read_records(spec: dict, path: Path, hidden_ok: bool = False) -> list[dict]:
 def _tagging_records(spec: dict, path: Path) -> list[dict]:
     tags = set(spec["labels"])
     out = []
-    for line, words, sent_tags in U.read_conll(path):
+    for line, words, sent_tags in user_files.read_conll(path):
         for k, tag in enumerate(sent_tags):
             if tag not in tags:
                 raise UserDataError(f"{path}:{line + k}: unknown tag {tag!r}; the task's tags: "

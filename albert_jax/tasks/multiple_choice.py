@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from albert_jax.modeling import AlbertForMultipleChoice
-from albert_jax.tasks import metrics as M
+from albert_jax.tasks import metrics as task_metrics
 from albert_jax.tasks.base import LossTerm
 from albert_jax.tasks.classification import DownstreamTask
 from albert_jax.tasks.features import Features, TaskDataError, pad_row, text_of, truncate_pair
@@ -110,6 +110,6 @@ class MultipleChoiceTask(DownstreamTask):
         keep = predictions["index"] >= 0
         p = self.metric_prefix(split)
         n = max(float(sums["count"]), 1.0)
-        return {f"{p}accuracy": M.accuracy(predictions["pred"][keep], predictions["label"][keep]),
+        return {f"{p}accuracy": task_metrics.accuracy(predictions["pred"][keep], predictions["label"][keep]),
                 f"{p}loss": float(sums["loss_sum"]) / n, f"{p}examples": int(keep.sum())}
 

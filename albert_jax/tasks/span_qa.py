@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from albert_jax.modeling import AlbertForQuestionAnswering, AlbertForSquadV2
-from albert_jax.tasks import metrics as M
+from albert_jax.tasks import metrics as task_metrics
 from albert_jax.tasks import squad
 from albert_jax.tasks.base import LossTerm
 from albert_jax.tasks.classification import DownstreamTask
@@ -142,7 +142,7 @@ class SpanTask(DownstreamTask):
         """Per question (sorted ids), for the tables: {"score_f1": 0..1, "score_exact_match": 0/1}, the scores
         finalize averages (v2: answered with the null threshold, as its f1)."""
         texts = self._texts(predictions, features)
-        return {f"score_{k}": v for k, v in M.squad_example_scores(texts, features.answers).items()}
+        return {f"score_{k}": v for k, v in task_metrics.squad_example_scores(texts, features.answers).items()}
 
     def _texts(self, predictions, features) -> dict:
         keep = predictions["index"] >= 0
@@ -168,14 +168,14 @@ class SpanTask(DownstreamTask):
         if self.version == 2:
             texts, diffs = squad.decode_v2(meta, rows, n_best_size=self.n_best_size,
                                            max_answer_length=self.max_answer_length, null_threshold=self.null_threshold)
-            out = {f"{p}{k}": v for k, v in M.squad_scores(texts, feats.answers, v2=True).items()}
+            out = {f"{p}{k}": v for k, v in task_metrics.squad_scores(texts, feats.answers, v2=True).items()}
             spans, _ = squad.decode_v2(meta, rows, n_best_size=self.n_best_size,
                                        max_answer_length=self.max_answer_length, null_threshold=float("inf"))
-            best, threshold = M.best_null_threshold(spans, feats.answers, diffs)
+            best, threshold = task_metrics.best_null_threshold(spans, feats.answers, diffs)
             out[f"{p}best_f1"], out[f"{p}best_f1_threshold"] = best, threshold
         else:
             texts = squad.decode_v1(meta, rows["start_logits"], rows["end_logits"], n_best_size=self.n_best_size,
                                     max_answer_length=self.max_answer_length)
             # v1.1 has no unanswerable question: an answer that normalises to nothing ("the") is not one
-            out = {f"{p}{k}": v for k, v in M.squad_scores(texts, feats.answers, v2=False).items()}
+            out = {f"{p}{k}": v for k, v in task_metrics.squad_scores(texts, feats.answers, v2=False).items()}
         return {k: float(v) for k, v in out.items()}

@@ -94,23 +94,7 @@ def check_resume(config, workdir: str) -> None:
     if recorded is None or "experiment" not in recorded:
         return
     wdir.reconcile(workdir, {"experiment": recorded["experiment"]}, {"experiment": json.loads(json.dumps(jsonable(config)))},
-                   allow_changed_schedule=bool(config.train.get("allow_changed_schedule", False)), at_step=None)
-
-
-def _truncate_metrics(path: str, last_step: int) -> list[dict]:
-    """Drop records past the restored step: they describe training that the resume rolls back. Returns the kept
-    records (the run's clock continues from them)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        lines = f.readlines()
-    kept = [ln for ln in lines if ln.strip() and json.loads(ln).get("step", 0) <= last_step]
-    if len(kept) != len(lines):
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(kept)
-        os.replace(tmp, path)
-    return [json.loads(ln) for ln in kept]
+                   allow_changed_schedule=bool(config.train.allow_changed_schedule), at_step=None)
 
 
 def _concat(chunks: list[dict]) -> dict | None:
@@ -175,7 +159,7 @@ def patience_spent(t, best: dict, done: int) -> dict | None:
     """Early stopping: None, or why the run stops at step `done` (train.early_stopping_patience dev evaluations
     since the best one, by the run's `select` metric). The evaluations are counted from the steps (they fall on
     multiples of train.eval_every), so a run resumed from its last checkpoint counts as if it had not stopped."""
-    patience = int(t.get("early_stopping_patience", 0) or 0)
+    patience = int(t.early_stopping_patience) if "early_stopping_patience" in t else 0  # a fine-tuning field
     if not patience or done >= t.num_train_steps:
         return None
     since = done // t.eval_every - best["step"] // t.eval_every
@@ -240,7 +224,7 @@ def _setup(run: Run, workdir: str) -> _Session:
     latest = rundir.latest_step(ckpt_dir)
     # Compare before anything is written: a refused resume leaves config.json as the run recorded it.
     record, changes = wdir.reconcile(workdir, recorded, json.loads(json.dumps(record)),
-                                     allow_changed_schedule=bool(t.get("allow_changed_schedule", False)),
+                                     allow_changed_schedule=bool(t.allow_changed_schedule),
                                      at_step=latest)
     if changes:
         log.warning("resuming with changed settings (recorded in config.json 'changes'): %s",
@@ -343,7 +327,7 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
     the signal that stopped it or None, `patience_spent`'s record or None)."""
     t = run.config.train
     last_good = [start if start else None]  # the newest checked checkpoint on disk
-    kept = _truncate_metrics(os.path.join(workdir, rundir.METRICS), start) if jax.process_index() == 0 else []
+    kept = rundir.truncate_metrics(os.path.join(workdir, rundir.METRICS), start) if jax.process_index() == 0 else []
     clock, writer = mx.RunClock.resumed_from(kept), mx.MetricWriter(workdir)
     progress = Progress(run, s.schedule, writer, clock, start,
                         lambda: _last_good(last_good[0], s.checkpointer.directory))
