@@ -38,6 +38,10 @@ def test_a_missing_compiler_is_one_line_naming_the_package():
     assert "Traceback" not in r.stderr
     line = [ln for ln in r.stderr.splitlines() if "error" in ln]
     assert len(line) == 1 and "libtpu" in line[0] and "pip install 'jax[tpu]==0.10.2'" in line[0]
+    r = _plan_cli("--config", SMOKE, "--target", "gpu:h100x8")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    line = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    assert len(line) == 1 and "jax-cuda12-plugin" in line[0] and "make accel" in line[0]
 
 
 def test_a_target_that_cannot_be_spelled_is_refused_with_examples():

@@ -76,7 +76,11 @@ def parse(spec: str) -> Spec:
 
 
 def _require(module: str, what: str, install: str) -> None:
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package (jax_plugins, nvidia) is missing too
+        found = False
+    if not found:
         raise TargetError(f"{what} is not installed in this environment ({module}): {install}")
 
 
