@@ -7,17 +7,14 @@ import time
 from pathlib import Path
 
 from albert_jax.configs import schema
+from albert_jax.data import fetch
 
 
 def _cache(args) -> Path:
-    from albert_jax.data import fetch
-
     return Path(args.cache_dir) if args.cache_dir else fetch.default_cache_dir()
 
 
 def _fetch(args) -> int:
-    from albert_jax.data import fetch
-
     t0 = time.perf_counter()
     dirs = fetch.fetch(args.only or None, _cache(args))
     print(f"{len(dirs)} source(s) ready under {_cache(args) / 'raw'} in {time.perf_counter() - t0:.1f}s")
@@ -25,9 +22,9 @@ def _fetch(args) -> int:
 
 
 def _build(args) -> int:
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # noqa: PLC0415  CLI start
 
-    from albert_jax.data import builders
+    from albert_jax.data import builders  # noqa: PLC0415  CLI start
 
     tfds.display_progress_bar(False)
     names = args.names or ["albert_pretrain_en", "albert_pretrain_zh", "rt_sentiment", "wordnet_wic",
@@ -60,8 +57,6 @@ def _build(args) -> int:
 
 
 def _info(args) -> int:
-    from albert_jax.data import fetch
-
     rows = fetch.describe(_cache(args))
     if args.json:
         print(json.dumps(rows, indent=1))

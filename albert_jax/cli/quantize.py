@@ -7,7 +7,7 @@ from albert_jax.cli.common import setup_logging
 
 
 def _run(args) -> int:
-    from albert_jax.compression.run import quantize_run
+    from albert_jax.compression.run import quantize_run  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     r = quantize_run(args.workdir, args.out, activations=args.activations, seed=args.seed,

@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
+from albert_jax.cli.plan import prepare_compile_only
+
 
 def _run(args) -> int:
-    from albert_jax.ablations import registry, sweep
-    from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
+    from albert_jax.ablations import registry, sweep  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     tasks = [t for t in (args.tasks or "").split(",") if t]
@@ -17,9 +19,8 @@ def _run(args) -> int:
                        args.random_init)
     groups = sweep.chains(plans)
     if args.plan:
-        from albert_jax.ablations import sweep_plan
-        from albert_jax.cli.plan import prepare_compile_only
-        from albert_jax.plan import targets
+        from albert_jax.ablations import sweep_plan  # noqa: PLC0415  CLI start: the planner's modules
+        from albert_jax.plan import targets  # noqa: PLC0415  CLI start: the planner's modules
 
         prepare_compile_only()
         planned = sweep_plan.plan_rows(plans, targets.resolve(args.plan))
@@ -45,7 +46,7 @@ def _run(args) -> int:
         if args.jobs is None:
             stopped = sweep.run_rows(plans, reuse_stages=not args.no_reuse)
         else:
-            from albert_jax.ablations.parallel import run_parallel
+            from albert_jax.ablations.parallel import run_parallel  # noqa: PLC0415  CLI start
 
             stopped = run_parallel(plans, args.jobs, reuse_stages=not args.no_reuse,
                                    log_level="DEBUG" if args.log_level.upper() == "DEBUG" else "INFO")
@@ -65,7 +66,7 @@ def _run(args) -> int:
         if not args.no_wait and not all(r.get("finished") for r in results):
             return INTERRUPTED
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
-        from albert_jax.ablations import table
+        from albert_jax.ablations import table  # noqa: PLC0415  CLI start
 
         text, files = table.build(exp, args.scale, args.runs)
         print("\n" + text)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 import grain
 import jax
 import numpy as np
+from absl import flags
 
 TransformFn = Callable[[Any], Mapping[str, np.ndarray]]
 
@@ -101,8 +102,6 @@ def read_many(source, keys: Sequence[int]) -> list:
 
 def _mark_absl_flags_parsed() -> None:
     # grain's worker processes read absl flags; outside absl.app.run they would raise UnparsedFlagAccessError.
-    from absl import flags
-
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
 

@@ -263,7 +263,7 @@ def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = ST
     Pass the boxed tree (e.g. `jax.eval_shape(model.init, ...)`) with the same nesting as the unboxed params the
     optimizer sees: the path to a box is the path its unboxed value will have.
     """
-    import flax.linen as nn  # local: optim has no other flax dependency
+    import flax.linen as nn  # noqa: PLC0415  heavy: flax (optim has no other flax dependency)
 
     counts: dict[str, int] = {}
 

@@ -41,6 +41,7 @@ import numpy as np
 # while they register with collections.abc, so a Ctrl-C that landed in that import, just after the first output file
 # was opened, was lost and the command ran to the end (tests/test_cli.py's Ctrl-C test: 4 runs in 36 under load).
 import numpy.random  # noqa: F401
+from array_record.python.array_record_module import ArrayRecordWriter
 
 # The record format lives in its own module; re-exported here because callers think in "pretraining data".
 from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
@@ -439,7 +440,6 @@ def shard_records(shard_index: int, path, cfg: PretrainingConfig, seed: int, tok
 
 def _create_shard(task) -> dict:
     shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file, zh_masking = task
-    from array_record.python.array_record_module import ArrayRecordWriter
     stem = f"part-{shard_index:05d}-of-{num_shards:05d}"
     # The writer keeps ~140 bytes of index per record until close, so a shard rolls over to a new file every
     # `per_file` records to keep memory bounded. All files of a shard are renamed only once all are complete.
