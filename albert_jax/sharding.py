@@ -84,7 +84,8 @@ def make_mesh(data: int = -1, fsdp: int = 1, tensor: int = 1, devices: Sequence[
     fixed = math.prod(v for v in sizes.values() if v != -1)
     if free:
         if len(devices) % fixed:
-            raise ValueError(f"mesh sizes {sizes}: {len(devices)} devices do not divide by the fixed axes' product {fixed}")
+            raise ValueError(f"mesh sizes {sizes}: {len(devices)} devices do not divide by the fixed axes' "
+                             f"product {fixed}")
         sizes[free[0]] = len(devices) // fixed
     if math.prod(sizes.values()) != len(devices):
         raise ValueError(f"mesh sizes {sizes} need {math.prod(sizes.values())} devices; there are {len(devices)}")

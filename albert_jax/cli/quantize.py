@@ -26,7 +26,8 @@ def add_cli(subparsers) -> None:
     p.add_argument("--out", required=True, help="writes checkpoint/ (int8 orbax), quantization.json, results.json")
     p.add_argument("--activations", default="float32", choices=("float32", "int8"),
                    help="float32: weight-only int8 (default); int8: int8 activations too (dynamic, per token)")
-    p.add_argument("--seed", type=int, default=None, help="which seed-<s> of a parent workdir (default: the best dev score, as export)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="which seed-<s> of a parent workdir (default: the best dev score, as export)")
     p.add_argument("--batch-size", type=int, default=0, help="evaluation and timing batch (default: the run's)")
     p.add_argument("--repeats", type=int, default=20, help="timed rounds per model for the throughput median")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")

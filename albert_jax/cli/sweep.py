@@ -77,14 +77,16 @@ def _run(args) -> int:
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="run every row of an experiment end to end (resumable)")
     p.add_argument("name", help="an experiment (`albert-jax experiments list`)")
-    p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper (default: cpu)")
+    p.add_argument("--scale", default="cpu",
+                   help="smoke (seconds per row), cpu (minutes per row) or paper (default: cpu)")
     p.add_argument("--runs", required=True, help="directory for the rows' workdirs (RUNS/<name>/<scale>/<row>/)")
     p.add_argument("--rows", help="comma list of row names or slugs (default: every row)")
     p.add_argument("--tasks", help="comma list of downstream tasks to fine-tune every row on besides the "
                    "experiment's own (e.g. verse_paraphrase,wordnet_lemma_span); the table shows them, and its "
                    "headline averages the tasks that respond to pretraining")
     p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
-                   help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, finetune.num_seeds=1")
+                   help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, "
+                        "finetune.num_seeds=1")
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
                    "the same through submitit's local executor; print: one launch command per row (default: local)")
@@ -108,9 +110,11 @@ def add_cli(subparsers) -> None:
     p.add_argument("--partition", help="slurm partition")
     p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")
     p.add_argument("--nodes", type=int, help="hosts per job (a multi-host row)")
-    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, help="slurm: GPUs per host (default by scale: 0, 0, 8)")
+    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int,
+                   help="slurm: GPUs per host (default by scale: 0, 0, 8)")
     p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, help="slurm: CPUs per task (default by scale: "
                    "2, 4, 16)")
     p.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
-    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages (default: WARNING)")
+    p.add_argument("--log-level", default="WARNING",
+                   help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages (default: WARNING)")
     p.set_defaults(func=_run)

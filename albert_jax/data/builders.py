@@ -9,8 +9,8 @@ Builders (registered with TFDS on import of this module, so `tfds.data_source(na
   text_corpus          a user's own files in the official format (config carries the paths)
 
 Pretraining records hold one document: `text` is its sentences joined by "\\n" (one bytes field, one decode
-per record; `text.split(b"\\n")` gives the sentences back; sentences never contain a newline). Splits are fixed by a hash of the
-document id: 98/1/1 train/validation/test for pretraining, 80/10/10 for labeled sets (by lemma for WiC).
+per record; `text.split(b"\\n")` gives the sentences back; sentences never contain a newline). Splits are fixed by a
+hash of the document id: 98/1/1 train/validation/test for pretraining, 80/10/10 for labeled sets (by lemma for WiC).
 TFDS shuffles records by a hash of their key when writing, so record order is not corpus order.
 
 Use `load_source(name, split, data_dir)` for a random-access source over our builders or over TFDS catalog

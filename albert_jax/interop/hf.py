@@ -356,8 +356,8 @@ def load_hf_pretrained(directory, *, drop_task_head: bool = False, **config_over
 
 
 def hf_task_head(directory) -> dict | None:
-    """An HF {Albert,Bert}For{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias [n],
-    labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
+    """An HF {Albert,Bert}For{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias
+    [n], labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
     directory = Path(directory)
     d = _read_config_json(directory)
     sd = _read_state_dict(directory)

@@ -116,9 +116,9 @@ def rescan(cfg: AlbertConfig, tree: dict) -> dict:
                 if differ or set(flat) != set(ref):
                     members = next(s for s in sets[part] if "/".join(path) in s)
                     raise ParamsExportError(
-                        f"{part} of {'/'.join(path)} differs from {ref_path} ({'/'.join(differ[0]) if differ else 'keys'}"
-                        f"), but sharing={cfg.sharing!r} (num_hidden_groups={cfg.num_hidden_groups}, sharing_map="
-                        f"{cfg.sharing_map!r}) makes "
+                        f"{part} of {'/'.join(path)} differs from {ref_path} "
+                        f"({'/'.join(differ[0]) if differ else 'keys'}), but sharing={cfg.sharing!r} "
+                        f"(num_hidden_groups={cfg.num_hidden_groups}, sharing_map={cfg.sharing_map!r}) makes "
                         f"{', '.join(members)} one shared set: they must hold identical values")
                 continue
             first[index] = ("/".join(path), flat)

@@ -69,7 +69,8 @@ def best_seed(path: Path) -> tuple[int, str, float]:
             scored.append((-float(value), seed, metric))
     if not scored:
         raise ExportError(f"{path}: no seed has finished (no seed-<s>/results.json with a dev score); pass --seed S "
-                          f"to export one seed's checkpoint anyway (seeds here: {list(rundir.seed_dirs(path)) or 'none'})")
+                          "to export one seed's checkpoint anyway "
+                          f"(seeds here: {list(rundir.seed_dirs(path)) or 'none'})")
     neg, seed, metric = min(scored)
     return seed, metric, -neg
 
@@ -108,7 +109,8 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
         tokenizer = tokenization.load_tokenizer(path)
     except FileNotFoundError:
         raise ExportError(f"{path} holds no tokenizer (spiece.model or vocab.txt, which every run copies into its "
-                          "workdir): an export without the tokenizer the model was trained with is not usable") from None
+                          "workdir): an export without the tokenizer the model was trained with is not usable"
+                          ) from None
     # One local device: an export is host-side work, on whatever machine, whatever devices trained the run.
     one_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     if str(task.get("name", "")).startswith("pretrain"):

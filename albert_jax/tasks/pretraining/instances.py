@@ -497,9 +497,9 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
     if zh_masking not in ZH_MASKING:
         raise ValueError(f"zh_masking={zh_masking!r}; allowed: {', '.join(ZH_MASKING)}")
     if zh_masking != "char" and not hasattr(tokenizer, "encode_with_offsets"):
-        raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: `albert-jax tokenizer train "
-                         f"--kind wordpiece`); {tokenizer.name} is SentencePiece, whose Chinese pieces span several "
-                         "characters: use zh_masking=char with it")
+        raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: "
+                         f"`albert-jax tokenizer train --kind wordpiece`); {tokenizer.name} is SentencePiece, "
+                         "whose Chinese pieces span several characters: use zh_masking=char with it")
     created = not Path(output_dir).exists()  # a failed create removes the directory it made
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file, zh_masking)

@@ -65,8 +65,8 @@ def shard_paths(output_dir: str | os.PathLike) -> list[str]:
 
 
 def read_records(path: str | os.PathLike) -> Iterator[dict]:
-    """Records of one ArrayRecord file, decoded. For training use grain.sources.ArrayRecordDataSource(shard_paths(d)) and map
-    decode_record."""
+    """Records of one ArrayRecord file, decoded. For training use grain.sources.ArrayRecordDataSource(shard_paths(d))
+    and map decode_record."""
     reader = ArrayRecordReader(str(path))
     try:
         for start in range(0, reader.num_records(), 1024):
