@@ -56,10 +56,13 @@ $(TF_STAMP): $(STAMP) requirements-tf.txt requirements.lock | data
 # hands out the files with the most tests first, which started the two 8-minute smoke-sweep files last.
 TEST_WORKERS ?= 3
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
+# `make test` lints first (seconds, before any data or venv beyond the main one): ruff as pyproject.toml configures
+# it (pyflakes, lines over 120, imports inside functions only with a reason) and the CLI's --help.
 # Then the Beam pipeline's tests in the Beam venv (below): its records equal the local path's on a real corpus.
 # The Beam venv is built while the main venv, data and TensorFlow are (two pips at once: about a minute less on a
 # fresh clone).
 test:
+	$(MAKE) lint
 	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP) $(ACCEL_STAMP)
 	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
 	$(BEAM_TESTS)
@@ -110,6 +113,7 @@ accel: $(ACCEL_STAMP)
 test-accel: data $(ACCEL_STAMP)
 	$(ACCEL_TESTS)
 
+# ruff's rules and their exceptions, each with its reason: pyproject.toml, [tool.ruff.lint]. `make test` runs this.
 lint: install
 	$(VENV)/bin/ruff check albert_jax experiments tests benchmarks
 	$(VENV)/bin/albert-jax --help > /dev/null

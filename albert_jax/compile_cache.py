@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from albert_jax.data.fetch import default_cache_dir  # standard library only
+
 MAX_BYTES = 4 << 30  # JAX evicts the least recently used entries beyond this
 
 
@@ -18,7 +20,6 @@ def enable() -> str | None:
     spec = os.environ.get("ALBERT_JAX_XLA_CACHE", "")
     if spec.lower() == "off":
         return None
-    from albert_jax.data.fetch import default_cache_dir  # standard library only
 
     path = os.path.expanduser(spec) if spec else str(default_cache_dir() / "xla")
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", path)

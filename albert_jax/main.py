@@ -6,9 +6,12 @@ this file only lists them; the heavy imports (jax, tfds, torch) happen inside th
 from __future__ import annotations
 
 import argparse
+import errno as errno_mod
 import importlib
 import os
 import sys
+
+from albert_jax import __version__, compile_cache, lifeline
 
 # Modules that contribute sub-commands, in the order `--help` lists them.
 _CLI_MODULES = (
@@ -39,8 +42,6 @@ class UserError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from albert_jax import __version__
-
     parser = argparse.ArgumentParser(prog="albert-jax", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"albert-jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -57,8 +58,6 @@ _PATH_ERRNOS = {"ENOTDIR", "EACCES", "EPERM", "EROFS", "EISDIR", "ENOSPC", "EDQU
 def _output_error(e: OSError, args) -> str | None:
     """`--out DIR: cannot write DIR/config.json: ...` for an OSError on a path under one of the command's options;
     None when no option names it (or the error is not one a user can act on)."""
-    import errno as errno_mod
-
     if not e.filename or errno_mod.errorcode.get(e.errno or 0) not in _PATH_ERRNOS:
         return None
     target = os.path.abspath(os.fsdecode(e.filename))
@@ -95,10 +94,8 @@ def _end_progress_lines() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from albert_jax import lifeline
     lifeline.hold()  # a stage of `sweep --jobs` stops with its sweep
     args = build_parser().parse_args(argv)
-    from albert_jax import compile_cache
     compile_cache.enable()  # before jax is imported by the handler
     try:
         code = int(args.func(args) or 0)

@@ -84,7 +84,8 @@ def make_mesh(data: int = -1, fsdp: int = 1, tensor: int = 1, devices: Sequence[
     fixed = math.prod(v for v in sizes.values() if v != -1)
     if free:
         if len(devices) % fixed:
-            raise ValueError(f"mesh sizes {sizes}: {len(devices)} devices do not divide by the fixed axes' product {fixed}")
+            raise ValueError(f"mesh sizes {sizes}: {len(devices)} devices do not divide by the fixed axes' "
+                             f"product {fixed}")
         sizes[free[0]] = len(devices) // fixed
     if math.prod(sizes.values()) != len(devices):
         raise ValueError(f"mesh sizes {sizes} need {math.prod(sizes.values())} devices; there are {len(devices)}")
@@ -120,7 +121,7 @@ def _fit_to_shape(spec: Sequence[Any], shape: Sequence[int], mesh: Mesh, what: s
 def logical_to_spec(names: Sequence[str | None], shape: Sequence[int], mesh: Mesh,
                     rules: Sequence[tuple[str, Any]] = AXIS_RULES, what: str = "array") -> PartitionSpec:
     """The PartitionSpec for an array of `shape` whose dimensions carry logical `names`."""
-    import flax.linen as nn
+    import flax.linen as nn  # noqa: PLC0415  heavy: flax
 
     known = {name for name, _ in rules}
     unknown = [n for n in names if isinstance(n, str) and n not in known]
@@ -137,7 +138,7 @@ def param_shardings(tree: Any, mesh: Mesh, rules: Sequence[tuple[str, Any]] = AX
     (a plain array, an optimizer step count) is replicated. Shapes come from the boxed values, which may be
     ShapeDtypeStructs, so nothing is allocated.
     """
-    import flax.linen as nn
+    import flax.linen as nn  # noqa: PLC0415  heavy: flax
 
     def one(path, leaf):
         what = jax.tree_util.keystr(path)

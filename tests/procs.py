@@ -5,9 +5,10 @@ XLA compiling tiny programs on one core. LLVM's optimisation level 0 compiles th
 (tests/test_formulations.py with test_model.py: 167 s of CPU at the default level, 109 s at 0) and computes the same
 functions. Turning XLA's CPU fusion emitters off as well (`--xla_cpu_use_fusion_emitters=false`) takes a third less
 again: test_model.py 52 s of CPU -> 36 s, test_formulations.py with test_layers.py 68 s -> 46 s (2026-12-04, one
-core, empty XLA cache). One LLVM module per program (`--xla_cpu_parallel_codegen_split_count=1`) takes another eighth: XLA splits a program's code generation into
-parallel parts for a machine with idle cores, and under the suite's workers there are none (Table 3's smoke sweep,
-one core, empty XLA cache: 74.8 s -> 64.0 s). Every comparison a test makes runs both sides under the same flags.
+core, empty XLA cache). One LLVM module per program (`--xla_cpu_parallel_codegen_split_count=1`) takes another eighth:
+XLA splits a program's code generation into parallel parts for a machine with idle cores, and under the suite's workers
+there are none (Table 3's smoke sweep, one core, empty XLA cache: 74.8 s -> 64.0 s). Every comparison a test makes runs
+both sides under the same flags.
 
 The `albert-jax` processes the tests start also keep every compiled program in the persistent compilation cache
 (`CACHE_EVERY_PROGRAM`), not only those over the CLI's 0.5 s: at these flags most of a run's programs compile in less,

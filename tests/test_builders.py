@@ -180,5 +180,6 @@ def test_a_beam_workers_error_reaches_the_user_as_one_line():
                "RuntimeError: Pipeline failed")
     assert _worker_error(wrapped) == "/d/bad.txt:4: cannot decode byte b'\\xe9' at column 4 as utf-8"
     empty = "...\nValueError: The total number of generated examples is 0 for split validation. This should be >0!"
-    assert _worker_error(empty).startswith("no document fell in the validation split") and "locally" in _worker_error(empty)
+    assert _worker_error(empty).startswith("no document fell in the validation split")
+    assert "locally" in _worker_error(empty)
     assert _worker_error("runner died") == "runner died"

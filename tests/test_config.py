@@ -107,7 +107,8 @@ def test_flops_count_every_applied_layer():
     # reference/performance.md §0: 0.524 GFLOP/token at s=128 for the L=12/H=768/I=3072 encoder.
     encoder_only = 6 * 12 * (4 * 768**2 + 2 * 768 * 3072) + 12 * 12 * 128 * 768
     assert abs(encoder_only / 1e9 - 0.524) < 0.001
-    assert base.flops_per_token(128) == pytest.approx(encoder_only + 6 * 128 * 768 + 0.15 * 6 * (768 * 128 + 128 * 30000))
+    assert base.flops_per_token(128) == pytest.approx(
+        encoder_only + 6 * 128 * 768 + 0.15 * 6 * (768 * 128 + 128 * 30000))
     # Sharing saves parameters, not compute.
     assert base.replace(sharing="none").flops_per_token(512) == base.flops_per_token(512)
     assert base.replace(inner_group_num=2).flops_per_token(512) > 1.9 * base.flops_per_token(512) - 1e8

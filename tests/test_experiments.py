@@ -1,4 +1,5 @@
-"""Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is valid."""
+"""Experiment configs: variants parse, bad arguments and overrides are named, the model config they describe is
+valid."""
 from pathlib import Path
 
 import pytest

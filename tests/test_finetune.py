@@ -114,7 +114,8 @@ HEADLINE = {"rt_sentiment": "accuracy", "wordnet_wic": "accuracy", "hedge": "f1"
 
 
 def test_every_local_task_kind_is_covered_below():
-    assert set(HEADLINE) | {"zh_sentiment", "verse_paraphrase_near"} == set(LOCAL)  # the latter: verse_paraphrase's kind
+    # the latter: verse_paraphrase's kind
+    assert set(HEADLINE) | {"zh_sentiment", "verse_paraphrase_near"} == set(LOCAL)
 
 
 @pytest.mark.parametrize("name", HEADLINE)
@@ -287,8 +288,9 @@ def test_init_from_an_hf_bert_classifier_reuses_its_head_when_labels_match(tmp_p
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
     torch.manual_seed(0)
     for labels, name in ((2, "seq"), (3, "three")):
-        conf = transformers.BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                       intermediate_size=64, max_position_embeddings=64, num_labels=labels)
+        conf = transformers.BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                       num_labels=labels)
         transformers.BertForSequenceClassification(conf).save_pretrained(tmp_path / name)
         (tmp_path / name / "vocab.txt").write_text("\n".join(words) + "\n")
     from albert_jax.tasks.registry import make_task
@@ -334,7 +336,8 @@ def test_init_from_an_hf_token_classifier_without_a_pooler(tmp_path, family):
     task = TaggingTask("four_tags", "four_tags", ("A", "B", "C", "D"))
     ft.adopt_hf_head(task, src, reset_head=False)
     params = ft.initial_params(task, src.model_cfg, src, 0, reset_head=False)
-    np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]), model.classifier.weight.detach().numpy().T)
+    np.testing.assert_array_equal(np.asarray(params["classifier"]["kernel"]),
+                                  model.classifier.weight.detach().numpy().T)
 
 
 def test_num_epochs_resolves_the_steps_before_training_and_records_them(pretrained, tmp_path, capsys):

@@ -13,9 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Low to high; a room may import itself and the rooms before it. Each entry is a folder or a file of the package
 # (or the top-level experiments/ folder of config files).
 ROOMS = ("albert_jax/configs", "albert_jax/sharding.py", "albert_jax/lifeline.py", "albert_jax/modeling",
-         "albert_jax/data", "albert_jax/config.py", "albert_jax/compile_cache.py", "albert_jax/tasks", "albert_jax/training",
-         "albert_jax/summary.py", "albert_jax/interop", "albert_jax/runs", "albert_jax/compression", "albert_jax/plan",
-         "albert_jax/ablations", "experiments", "albert_jax/cli", "albert_jax/main.py")
+         "albert_jax/data", "albert_jax/config.py", "albert_jax/compile_cache.py", "albert_jax/tasks",
+         "albert_jax/training", "albert_jax/summary.py", "albert_jax/interop", "albert_jax/runs",
+         "albert_jax/compression", "albert_jax/plan", "albert_jax/ablations", "experiments", "albert_jax/cli",
+         "albert_jax/main.py")
 
 # the packages themselves: albert_jax/__init__.py sets a version and imports nothing of ours
 TOP = (ROOT / "albert_jax/__init__.py", ROOT / "experiments/__init__.py")

@@ -203,7 +203,8 @@ def test_stacked_layers_get_per_layer_trust_ratio():
 
 def test_presets_and_errors():
     spec = optim.PAPER_PRETRAINING
-    assert (spec.name, spec.learning_rate, spec.num_warmup_steps, spec.num_train_steps) == ("lamb", 0.00176, 3125, 125_000)
+    assert (spec.name, spec.learning_rate, spec.num_warmup_steps, spec.num_train_steps) == \
+        ("lamb", 0.00176, 3125, 125_000)
     np.testing.assert_allclose(float(spec.schedule()(3125)), 0.00176 * (1 - 3125 / 125_000), rtol=1e-6)
     from albert_jax.tasks.protocol import protocol
     mnli = protocol("MNLI")  # Table 14's row, with the official AdamW

@@ -48,7 +48,8 @@ def _cmd(workdir, *extra, command="pretrain", kill_at=None):
 
 
 def pretrain(workdir, *extra, env=None, check=True, kill_at=None):
-    p = subprocess.run(_cmd(workdir, *extra, kill_at=kill_at), cwd=ROOT, env=_env(env), capture_output=True, text=True, timeout=600)
+    p = subprocess.run(_cmd(workdir, *extra, kill_at=kill_at), cwd=ROOT, env=_env(env), capture_output=True, text=True,
+                       timeout=600)
     if check and p.returncode != 0:
         raise AssertionError(f"pretrain failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return p

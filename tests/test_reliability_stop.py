@@ -36,8 +36,8 @@ def run(command, workdir, args, env, signal_at=None):
     """One `albert-jax` process; `signal_at` = (point, n, "INT" or "TERM") sends that signal during the n-th call of
     the point. Returns the process and the checkpoint steps on disk once it has exited."""
     prefix = [SIGNAL_MAIN, *map(str, signal_at)] if signal_at else ["-m", "albert_jax.main"]
-    p = subprocess.run([sys.executable, *prefix, command, "--workdir", str(workdir), *args], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
+    p = subprocess.run([sys.executable, *prefix, command, "--workdir", str(workdir), *args], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
     seed = os.path.join(workdir, "seed-0") if command == "finetune" else str(workdir)
     return {"proc": p, "checkpoints": steps_of(os.path.join(seed, "checkpoints")),
             "best": steps_of(os.path.join(seed, "best"))}

@@ -52,7 +52,8 @@ class TinyBlock(nn.Module):
     @nn.compact
     def __call__(self, ids):
         init = nn.initializers.normal(0.02)
-        table = self.param("word_embeddings", nn.with_logical_partitioning(init, ("vocab", "embed")), (self.vocab, self.E))
+        table = self.param("word_embeddings", nn.with_logical_partitioning(init, ("vocab", "embed")),
+                           (self.vocab, self.E))
         x = jnp.take(table, ids, axis=0)
         x = nn.Dense(self.H, kernel_init=nn.with_logical_partitioning(init, ("embed", "hidden")),
                      bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("hidden",)), name="projection")(x)
@@ -61,10 +62,12 @@ class TinyBlock(nn.Module):
         query = self.param("query", nn.with_logical_partitioning(init, ("hidden", "heads", "kv")),
                            (self.H, self.heads, self.H // self.heads))
         x = x + jnp.einsum("blh,hnd->blnd", x, query).reshape(x.shape)
-        stacked = self.param("ffn_stack", nn.with_logical_partitioning(init, ("layers", "hidden", "mlp")), (3, self.H, self.I))
+        stacked = self.param("ffn_stack", nn.with_logical_partitioning(init, ("layers", "hidden", "mlp")),
+                             (3, self.H, self.I))
         x = x + (x @ stacked[0]) @ stacked[0].T
         x = nn.LayerNorm(scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("hidden",)),
-                         bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("hidden",)), name="LayerNorm")(x)
+                         bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("hidden",)),
+                         name="LayerNorm")(x)
         return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
 
 
@@ -72,7 +75,8 @@ def _specs(mesh, module=None):
     module = module or TinyBlock()
     abstract = jax.eval_shape(module.init, jax.random.key(0), jnp.zeros((2, 5), jnp.int32))
     shardings = sharding.param_shardings(abstract, mesh)
-    return jax.tree.map(lambda s: s.spec, shardings["params"], is_leaf=lambda x: isinstance(x, jax.sharding.NamedSharding))
+    return jax.tree.map(lambda s: s.spec, shardings["params"],
+                        is_leaf=lambda x: isinstance(x, jax.sharding.NamedSharding))
 
 
 def test_rules_on_a_flax_module():
@@ -127,7 +131,8 @@ def test_batch_split_over_data_and_fsdp():
     starts = sorted(s.index[0].start for s in ids.addressable_shards)
     assert starts == [0, 0, 2, 2, 4, 4, 6, 6]
     np.testing.assert_array_equal(np.asarray(ids), local["input_ids"])
-    with pytest.raises(ValueError, match="batch field \\['labels'\\]: global batch 6 does not divide by data x fsdp = 4"):
+    with pytest.raises(ValueError,
+                       match="batch field \\['labels'\\]: global batch 6 does not divide by data x fsdp = 4"):
         sharding.shard_batch({"labels": np.arange(6)}, mesh)
 
 

@@ -34,7 +34,8 @@ def test_ops_are_sorted_by_kind(name, kind):
 def test_profile_of_a_tiny_model_accounts_for_its_steps(tmp_path):
     env = user_env()  # a user's one-device process
     p = subprocess.run([sys.executable, "benchmarks/step_profile.py", "--model", "tiny", "--batch", "2", "--seq",
-                        "32", "--steps", "2", "--variants", "scan,unrolled,unrolled:dots@bfloat16", "--keep", str(tmp_path), "--json", str(tmp_path / "rows.json")],
+                        "32", "--steps", "2", "--variants", "scan,unrolled,unrolled:dots@bfloat16",
+                        "--keep", str(tmp_path), "--json", str(tmp_path / "rows.json")],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     rows = json.loads((tmp_path / "rows.json").read_text())

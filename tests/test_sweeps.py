@@ -38,7 +38,8 @@ def cli(*args, check=True, timeout=900):
 def test_registry_holds_every_experiment_of_the_issue():
     names = set(registry.load_registry())
     assert {"table1", "table2", "table3", "table4", "table5", "table11", "table12", "groups"} <= names
-    assert {"claim_layers", "claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs", "claim_shared_speed"} <= names
+    assert {"claim_layers", "claim_ffn_vs_attention", "claim_every3", "claim_e128", "claim_nsp_pairs",
+            "claim_shared_speed"} <= names
 
 
 def test_every_registered_experiment_has_a_smoke_sweep_in_the_tests():
@@ -138,7 +139,8 @@ def test_the_table_names_a_rows_layer_map_not_only_its_sharing_mode():
     # claim (c)'s grouped row reads sharing=all too: its groups tell it (and its random-init twin) apart
     rows = {r.name: r.fields for r in registry.get("claim_every3").rows_at("cpu")}
     arch = {r: {"embedding_size": f["model.embedding_size"], "hidden_size": 128, "sharing": f["model.sharing"],
-                "num_hidden_layers": f["model.num_hidden_layers"], "num_hidden_groups": f.get("model.num_hidden_groups")}
+                "num_hidden_layers": f["model.num_hidden_layers"],
+                "num_hidden_groups": f.get("model.num_hidden_groups")}
             for r, f in rows.items()}
     assert table.describe_arch(arch["share every 3 layers"]) == "E=16 H=128 L=6 all, 2 groups"
     assert table.describe_arch(arch["all-shared"]) == "E=16 H=128 L=6 all"
@@ -373,8 +375,8 @@ def test_stage_fingerprints_are_the_settings_not_the_row(tmp_path):
 
 
 def test_fields_added_later_leave_the_fingerprint_as_it_was_at_their_defaults(tmp_path):
-    """A stage trained before data.zh_masking (and the other FINGERPRINT_OMITS_AT_DEFAULT fields) existed is still found: at
-    their defaults they are not part of the fingerprint; set otherwise they are."""
+    """A stage trained before data.zh_masking (and the other FINGERPRINT_OMITS_AT_DEFAULT fields) existed is still
+    found: at their defaults they are not part of the fingerprint; set otherwise they are."""
     from albert_jax.configs.schema import FINGERPRINT_OMITS_AT_DEFAULT
 
     row = ["e-128-all-shared"]

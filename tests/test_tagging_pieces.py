@@ -14,7 +14,8 @@ from albert_jax.tasks.tagging import bare_boundary_id
 def zh(tmp_path_factory):
     train = load_records("pd_pos", "train")[:3000]
     sentences = [text_of(r, "words").replace(" ", "") for r in train]  # as the text is written: no spaces
-    tok = train_tokenizer(tmp_path_factory.mktemp("spm") / "zh", sentences=sentences, vocab_size=3000, character_coverage=0.98, seed=0)
+    tok = train_tokenizer(tmp_path_factory.mktemp("spm") / "zh", sentences=sentences, vocab_size=3000,
+                          character_coverage=0.98, seed=0)
     return tok, load_records("pd_pos", "validation")[:200]
 
 

@@ -182,9 +182,9 @@ def test_init_from_group0_through_the_trainer(uninterrupted, tmp_path):
     from albert_jax.modeling.init_tricks import init_from_group0
 
     wd = tmp_path / "unshared"
-    pretrain(wd, "--set", "model.num_hidden_layers=2", "--set", "model.sharing=none", "--set", "train.num_train_steps=1",
-             "--set", f"train.init_from='{uninterrupted}'", "--set", "train.init_mode='group0'",
-             "--set", "train.learning_rate=0.0", "--set", "train.warmup_steps=0")
+    pretrain(wd, "--set", "model.num_hidden_layers=2", "--set", "model.sharing=none",
+             "--set", "train.num_train_steps=1", "--set", f"train.init_from='{uninterrupted}'",
+             "--set", "train.init_mode='group0'", "--set", "train.learning_rate=0.0", "--set", "train.warmup_steps=0")
     src_cfg = AlbertConfig.from_dict(json.load(open(uninterrupted / "config.json"))["model"])
     dst_cfg = AlbertConfig.from_dict(json.load(open(wd / "config.json"))["model"])
     assert dst_cfg.sharing == "none"

@@ -22,7 +22,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+import ml_collections
 import numpy as np
+
+from albert_jax.config import parse_overrides
 
 log = logging.getLogger("albert_jax.analysis")
 
@@ -56,7 +59,7 @@ def transition_sums(hidden, mask):
 
     The angle is 2·atan2(|â − b̂|, |â + b̂|) of the unit vectors, which stays accurate for the small angles of
     nearby layers where arccos(cos) loses most of its digits in float32."""
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # noqa: PLC0415  heavy: jax
 
     x = jnp.stack([jnp.asarray(h, jnp.float32) for h in hidden])  # [L+1, B, T, H]
     a, b = x[:-1], x[1:]
@@ -73,9 +76,9 @@ def transition_sums(hidden, mask):
 
 def layer_statistics(cfg, params: dict, batches) -> dict[str, Any]:
     """Per-layer means over every real token of `batches` (dicts of input_ids, input_mask, segment_ids [B, T])."""
-    import jax
+    import jax  # noqa: PLC0415  heavy: jax
 
-    from albert_jax.modeling.model import AlbertModel
+    from albert_jax.modeling.model import AlbertModel  # noqa: PLC0415  heavy: jax, flax
 
     # float32 whatever the run computed in: these are differences between nearby vectors, which bf16 blurs.
     cfg = cfg.replace(dtype="float32", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -108,7 +111,7 @@ def layer_statistics(cfg, params: dict, batches) -> dict[str, Any]:
 
 def _documents(path: Path) -> Iterator[list[str]]:
     """Official format: one sentence per line, a blank line between documents."""
-    from albert_jax.data.tokenization import iter_lines
+    from albert_jax.data.tokenization import iter_lines  # noqa: PLC0415  heavy: sentencepiece
 
     doc: list[str] = []
     for _, line in iter_lines(path):
@@ -124,7 +127,7 @@ def _documents(path: Path) -> Iterator[list[str]]:
 def text_inputs(tokenizer, path, max_seq_length: int, max_sequences: int) -> dict[str, np.ndarray]:
     """Up to `max_sequences` rows of `[CLS] sentences [SEP]`, padded to max_seq_length: whole sentences packed
     greedily within a document (a sentence longer than a row is cut into row-sized pieces)."""
-    from albert_jax.tasks.features import pad_row
+    from albert_jax.tasks.features import pad_row  # noqa: PLC0415  heavy: grain, jax
 
     path = Path(path)
     if not path.is_file():
@@ -174,13 +177,12 @@ def batches_of(inputs: dict[str, np.ndarray], batch_size: int) -> Iterator[dict[
 
 
 def _random_model(spec: str, seed: int):
-    import jax
-    import jax.numpy as jnp
-    from flax import linen as nn
+    import jax  # noqa: PLC0415  heavy: jax
+    import jax.numpy as jnp  # noqa: PLC0415  heavy: jax
+    from flax import linen as nn  # noqa: PLC0415  heavy: flax
 
-    from albert_jax.config import parse_overrides
-    from albert_jax.modeling.model import AlbertModel
-    from albert_jax.runs.finetune import resolve_init
+    from albert_jax.modeling.model import AlbertModel  # noqa: PLC0415  heavy: jax, flax
+    from albert_jax.runs.finetune import resolve_init  # noqa: PLC0415  heavy: grain, jax
 
     like, _, overrides = spec[len(RANDOM_PREFIX):].partition(":")
     if not like:
@@ -195,10 +197,8 @@ def _random_model(spec: str, seed: int):
 
 def load_model(spec: str, *, step: int | None = None, seed: int = 0, label: str | None = None) -> LoadedModel:
     """A model to analyse: a workdir / HuggingFace directory (via resolve_init), or random:W[:overrides]."""
-    import ml_collections
-
-    from albert_jax.runs.finetune import resolve_init
-    from albert_jax.runs.pretrain import read_run_config
+    from albert_jax.runs.finetune import resolve_init  # noqa: PLC0415  heavy: grain, jax
+    from albert_jax.runs.pretrain import read_run_config  # noqa: PLC0415  heavy: jax, optax
 
     if spec.startswith(RANDOM_PREFIX):
         src, cfg, params, like = _random_model(spec, seed)
@@ -219,7 +219,7 @@ def load_model(spec: str, *, step: int | None = None, seed: int = 0, label: str 
         data = run.get("experiment", {}).get("data", {})
         max_len = data.get("max_seq_length")
         if data.get("corpus") and str(run.get("task", {"name": "pretrain"}).get("name", "")).startswith("pretrain"):
-            from albert_jax.tasks.pretraining.input import corpus_texts
+            from albert_jax.tasks.pretraining.input import corpus_texts  # noqa: PLC0415  heavy: tfds, grain
 
             held_out = corpus_texts(ml_collections.ConfigDict(data), ("validation",))["validation"]
     max_len = min(int(max_len or 128), cfg.max_position_embeddings)
@@ -284,7 +284,7 @@ def write_outputs(records: list[dict], out_dir) -> dict[str, Path]:
 
 def _figure(records: list[dict]):
     """(figure, (L2 axes, angle axes)): the paper's two panels, x = layer."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # noqa: PLC0415  heavy: matplotlib
 
     fig = Figure(figsize=(10, 4), layout="constrained")
     axes = fig.subplots(1, 2)
@@ -305,7 +305,7 @@ def _figure(records: list[dict]):
 
 
 def layers_figure(records: list[dict], path) -> Path:
-    from albert_jax.ablations.plots import save_png
+    from albert_jax.ablations.plots import save_png  # noqa: PLC0415  heavy: matplotlib
 
     fig, _ = _figure(records)
     return save_png(fig, path)

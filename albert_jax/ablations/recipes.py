@@ -21,7 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from albert_jax.ablations.plots import METRICS_FILE, save_png
+from albert_jax.training import rundir
 
 # What every candidate shares: the whole English mix, evaluated often on every held-out pair.
 COMMON = {"data.max_docs": "0", "train.eval_batches": "0", "train.log_every": "50", "train.checkpoint_every": "500"}
@@ -104,8 +107,6 @@ def run(recipes: list[Recipe], root, cwd=None) -> int:
 def read_run(path) -> list[dict]:
     """The evaluation points of one candidate: step, wall/CPU minutes, held-out MLM/SOP/NSP accuracy (and the
     number of pairs behind each, for its standard error). A resumed run's repeated step: the later record wins."""
-    from albert_jax.training import rundir
-
     points: dict[int, dict] = {}
     for rec in rundir.read_metrics(Path(path) / METRICS_FILE):
         if "eval/sop_accuracy" in rec and "cpu_s" in rec:
@@ -131,8 +132,6 @@ def summarize(points: list[dict], n_sop: int) -> dict:
 
 def report(root, out, n_sop: int = 0, recipes: list[Recipe] | None = None) -> list[Path]:
     """curves.csv, curves.png and summary.md of the candidates that have evaluated at least once."""
-    from matplotlib.figure import Figure
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = {r.name: read_run(workdir(root, r.name)) for r in (recipes or CANDIDATES.values())

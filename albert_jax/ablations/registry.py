@@ -95,7 +95,7 @@ class Experiment:
     def with_tasks(self, tasks) -> "Experiment":
         """This experiment fine-tuning every row on these tasks too (`sweep --tasks`): more downstream columns,
         and the tasks a table's mean over responding tasks can draw on."""
-        from albert_jax.tasks.registry import TASKS
+        from albert_jax.tasks.registry import TASKS  # noqa: PLC0415  heavy: grain, jax
 
         extra = [t for t in dict.fromkeys(tasks or ()) if t not in self.finetune]
         for t in extra:

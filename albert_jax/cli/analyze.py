@@ -6,7 +6,7 @@ from albert_jax.cli.common import setup_logging
 
 
 def _layers(args) -> int:
-    from albert_jax.ablations.analysis import analyze_layers, markdown_table
+    from albert_jax.ablations.analysis import analyze_layers, markdown_table  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     records = analyze_layers(args.init, args.out, text=args.text, labels=args.label,

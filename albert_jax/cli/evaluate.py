@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 
+from albert_jax.cli.common import setup_logging
+
 
 def _cmd(args) -> int:
-    from albert_jax.cli.common import setup_logging
-    from albert_jax.runs.predict import Predictor
+    from albert_jax.runs.predict import Predictor  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     predictor = Predictor.load(args.workdir, seed=args.seed, step=args.step, batch_size=args.batch_size)

@@ -1,13 +1,13 @@
 """`albert-jax export`: a run's checkpoint to a HuggingFace directory or a params-only checkpoint (runs/export.py)."""
 from __future__ import annotations
 
+from albert_jax.cli.common import setup_logging
+from albert_jax.runs import export
 from albert_jax.runs.export import EXPORTERS, TARGETS  # light: the module imports JAX only when it exports
 
 
 def run_export(workdir: str, to: str, out: str, step: int | None = None, seed: int | None = None) -> int:
     """What `export` and `convert to-hf --workdir` do: one line on success, ExportRefused/ExportError otherwise."""
-    from albert_jax.runs import export
-
     if to not in export.TARGETS:
         raise ValueError(f"--to {to!r}: allowed {', '.join(export.TARGETS)}")
     run = export.resolve_run(workdir, step, seed)
@@ -18,8 +18,6 @@ def run_export(workdir: str, to: str, out: str, step: int | None = None, seed: i
 
 
 def _cmd(args) -> int:
-    from albert_jax.cli.common import setup_logging
-
     setup_logging(args.log_level)
     return run_export(args.workdir, args.to, args.out, args.step, args.seed)
 

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
+
+from albert_jax.cli.common import setup_logging
+from albert_jax.data import user_files
 
 FORMATS = ".txt (one input per line; a pair as two tab-separated texts), .csv/.tsv/.jsonl (the task's text " \
           "columns; spans: question and context), .conll (tagging: the first column), .json (SQuAD JSON)"
@@ -12,8 +16,7 @@ FORMATS = ".txt (one input per line; a pair as two tab-separated texts), .csv/.t
 
 def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
     """(ids, inputs): each input named by file:line (or the SQuAD question id)."""
-    from albert_jax.data import user_files
-    from albert_jax.runs.predict import PredictError
+    from albert_jax.runs.predict import PredictError  # noqa: PLC0415  CLI start
 
     kind, suffix = predictor.kind, path.suffix.lower()
     if not path.is_file():
@@ -67,8 +70,6 @@ def read_inputs(path: Path, predictor) -> tuple[list[str], list]:
 def _warn_unknown_labels(path: Path, rows, predictor) -> None:
     """A labelled input whose label column holds names the run was not trained on (a typo, another label set):
     its predictions are still written, and one warning line names the labels, where they are and the run's."""
-    import logging
-
     names = predictor.labels
     spec = getattr(predictor.task, "spec", None) or {}
     column = spec.get("label") or getattr(predictor.task, "label_key", "label")
@@ -91,8 +92,7 @@ def _warn_unknown_labels(path: Path, rows, predictor) -> None:
 
 
 def _cmd(args) -> int:
-    from albert_jax.cli.common import setup_logging
-    from albert_jax.runs.predict import Predictor
+    from albert_jax.runs.predict import Predictor  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     predictor = Predictor.load(args.workdir, seed=args.seed, step=args.step, batch_size=args.batch_size)

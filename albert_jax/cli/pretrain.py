@@ -8,7 +8,7 @@ from albert_jax.cli.common import add_run_arguments, interrupted, run_config, se
 
 
 def _run(args) -> int:
-    from albert_jax.runs.pretrain import pretrain
+    from albert_jax.runs.pretrain import pretrain  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     config, workdir = run_config(args)

@@ -7,10 +7,12 @@ import os
 import re
 
 from albert_jax.configs import schema
+from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
 
 
 def _cmd_create(args) -> int:
-    from albert_jax.tasks.pretraining.instances import PretrainingConfig, create_pretraining_data
+    from albert_jax.tasks.pretraining.instances import (  # noqa: PLC0415  CLI start
+        PretrainingConfig, create_pretraining_data)
 
     try:
         cfg = PretrainingConfig(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,
@@ -24,7 +26,7 @@ def _cmd_create(args) -> int:
                                 lambda m: "--" + flags.get(m.group(1), m.group(1).replace("_", "-")) + "=",
                                 str(e))) from None
     if args.runner == "beam":
-        from albert_jax.tasks.pretraining.beam import create_with_beam
+        from albert_jax.tasks.pretraining.beam import create_with_beam  # noqa: PLC0415  CLI start
         summary = create_with_beam(args.input, args.spm_model, args.output_dir, cfg, seed=args.seed,
                                    zh_masking=args.zh_masking, beam_options=args.beam_options, workers=args.workers)
         print(json.dumps(summary["totals"], indent=1))
@@ -47,8 +49,6 @@ class _WithDefaults(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def add_cli(subparsers) -> None:
-    from albert_jax.configs.schema import MASKING, SENTENCE_TASKS, ZH_MASKING
-
     p = subparsers.add_parser("pretraining-data", help="make MLM + SOP/NSP pretraining examples")
     sub = p.add_subparsers(dest="pretraining_data_command", required=True)
     c = sub.add_parser("create", help="text files (one sentence per line, blank line between documents) -> "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def _run(args) -> int:
-    from albert_jax.ablations import recipes
+    from albert_jax.ablations import recipes  # noqa: PLC0415  CLI start
 
     chosen = recipes.select(args.only)
     if args.print:
@@ -15,7 +15,7 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from albert_jax.ablations import recipes
+    from albert_jax.ablations import recipes  # noqa: PLC0415  CLI start
 
     files = recipes.report(args.runs, args.out or args.runs, n_sop=args.sop_pairs, recipes=recipes.select(args.only))
     print((files[-1]).read_text(encoding="utf-8"))

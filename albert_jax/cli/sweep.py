@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
+from albert_jax.cli.plan import prepare_compile_only
+
 
 def _run(args) -> int:
-    from albert_jax.ablations import registry, sweep
-    from albert_jax.cli.common import INTERRUPTED, setup_logging, stopped_status
+    from albert_jax.ablations import registry, sweep  # noqa: PLC0415  CLI start
 
     setup_logging(args.log_level)
     tasks = [t for t in (args.tasks or "").split(",") if t]
@@ -17,9 +19,8 @@ def _run(args) -> int:
                        args.random_init)
     groups = sweep.chains(plans)
     if args.plan:
-        from albert_jax.ablations import sweep_plan
-        from albert_jax.cli.plan import prepare_compile_only
-        from albert_jax.plan import targets
+        from albert_jax.ablations import sweep_plan  # noqa: PLC0415  CLI start: the planner's modules
+        from albert_jax.plan import targets  # noqa: PLC0415  CLI start: the planner's modules
 
         prepare_compile_only()
         planned = sweep_plan.plan_rows(plans, targets.resolve(args.plan))
@@ -45,7 +46,7 @@ def _run(args) -> int:
         if args.jobs is None:
             stopped = sweep.run_rows(plans, reuse_stages=not args.no_reuse)
         else:
-            from albert_jax.ablations.parallel import run_parallel
+            from albert_jax.ablations.parallel import run_parallel  # noqa: PLC0415  CLI start
 
             stopped = run_parallel(plans, args.jobs, reuse_stages=not args.no_reuse,
                                    log_level="DEBUG" if args.log_level.upper() == "DEBUG" else "INFO")
@@ -65,7 +66,7 @@ def _run(args) -> int:
         if not args.no_wait and not all(r.get("finished") for r in results):
             return INTERRUPTED
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
-        from albert_jax.ablations import table
+        from albert_jax.ablations import table  # noqa: PLC0415  CLI start
 
         text, files = table.build(exp, args.scale, args.runs)
         print("\n" + text)
@@ -76,14 +77,16 @@ def _run(args) -> int:
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="run every row of an experiment end to end (resumable)")
     p.add_argument("name", help="an experiment (`albert-jax experiments list`)")
-    p.add_argument("--scale", default="cpu", help="smoke (seconds per row), cpu (minutes per row) or paper (default: cpu)")
+    p.add_argument("--scale", default="cpu",
+                   help="smoke (seconds per row), cpu (minutes per row) or paper (default: cpu)")
     p.add_argument("--runs", required=True, help="directory for the rows' workdirs (RUNS/<name>/<scale>/<row>/)")
     p.add_argument("--rows", help="comma list of row names or slugs (default: every row)")
     p.add_argument("--tasks", help="comma list of downstream tasks to fine-tune every row on besides the "
                    "experiment's own (e.g. verse_paraphrase,wordnet_lemma_span); the table shows them, and its "
                    "headline averages the tasks that respond to pretraining")
     p.add_argument("--set", action="append", metavar="STAGE.KEY=VALUE",
-                   help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, finetune.num_seeds=1")
+                   help="a setting for every row's stage, e.g. pretrain.train.num_train_steps=600, "
+                        "finetune.num_seeds=1")
     p.add_argument("--launcher", default="local", choices=("local", "slurm", "submitit-local", "print"),
                    help="local: rows in this process; slurm: one submitit job per row (chain); submitit-local: "
                    "the same through submitit's local executor; print: one launch command per row (default: local)")
@@ -107,9 +110,11 @@ def add_cli(subparsers) -> None:
     p.add_argument("--partition", help="slurm partition")
     p.add_argument("--timeout-min", dest="timeout_min", type=int, help="per job (default by scale)")
     p.add_argument("--nodes", type=int, help="hosts per job (a multi-host row)")
-    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int, help="slurm: GPUs per host (default by scale: 0, 0, 8)")
+    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int,
+                   help="slurm: GPUs per host (default by scale: 0, 0, 8)")
     p.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, help="slurm: CPUs per task (default by scale: "
                    "2, 4, 16)")
     p.add_argument("--experiments-dir", default=None, help="where the experiment files are (default: experiments/)")
-    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages (default: WARNING)")
+    p.add_argument("--log-level", default="WARNING",
+                   help="DEBUG, INFO, WARNING or ERROR for albert_jax's messages (default: WARNING)")
     p.set_defaults(func=_run)

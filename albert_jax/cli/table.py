@@ -1,11 +1,13 @@
 """`albert-jax table NAME --runs DIR`: the paper's table with our numbers beside it (markdown, CSV, plots)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from albert_jax.configs.scales import SCALES
+
 
 def _run(args) -> int:
-    from pathlib import Path
-
-    from albert_jax.ablations import registry, table
+    from albert_jax.ablations import registry, table  # noqa: PLC0415  CLI start
 
     if not Path(args.runs).is_dir():  # a table of nothing but "not run" rows would hide a mistyped path
         raise FileNotFoundError(f"--runs {args.runs}: no such directory (the --runs a sweep of {args.name} wrote "
@@ -27,10 +29,6 @@ def _run(args) -> int:
 
 def scales_run(runs, name: str) -> list[str]:
     """The scales at which a sweep of `name` wrote rows under `runs` (runs/NAME/<scale>/ holding something)."""
-    from pathlib import Path
-
-    from albert_jax.configs.scales import SCALES
-
     base = Path(runs) / name
     return [s for s in SCALES if (base / s).is_dir() and any((base / s).iterdir())]
 
@@ -38,8 +36,6 @@ def scales_run(runs, name: str) -> list[str]:
 def _scale(args) -> str:
     """--scale as given, or the one scale the runs have; a scale with no runs is refused (its table would be
     "not run" rows only, and writing it would create runs/NAME/<scale>/), naming the scales that have runs."""
-    from pathlib import Path
-
     found = scales_run(args.runs, args.name)
     where = Path(args.runs) / args.name
     hint = (f"scales with runs there: {', '.join(found)}" if found else

@@ -9,10 +9,10 @@ from albert_jax.configs import schema
 
 
 def _cmd_train(args) -> int:
-    from albert_jax.data.tokenization import train_tokenizer
+    from albert_jax.data.tokenization import train_tokenizer  # noqa: PLC0415  CLI start
 
     if args.kind == "wordpiece":
-        from albert_jax.data.wordpiece import train_wordpiece
+        from albert_jax.data.wordpiece import train_wordpiece  # noqa: PLC0415  CLI start
         if not args.output_dir:
             raise ValueError("tokenizer train: --kind wordpiece needs --output-dir (it writes vocab.txt "
                              "and tokenizer_config.json there)")
@@ -32,7 +32,7 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_encode(args) -> int:
-    from albert_jax.data.tokenization import load_tokenizer
+    from albert_jax.data.tokenization import load_tokenizer  # noqa: PLC0415  CLI start
 
     tok = load_tokenizer(args.model)
     lines = [args.text] if args.text is not None else (line.rstrip("\n") for line in sys.stdin)
@@ -45,11 +45,11 @@ def _cmd_encode(args) -> int:
 
 def _cmd_sample(args) -> int:
     if args.runner == "beam":
-        from albert_jax.tasks.pretraining.beam import sample_with_beam
+        from albert_jax.tasks.pretraining.beam import sample_with_beam  # noqa: PLC0415  CLI start
         sample_with_beam(args.input, args.size, args.output, args.seed, beam_options=args.beam_options,
                          workers=args.workers)
     else:
-        from albert_jax.data.sentence_sample import local_sample, write_sample
+        from albert_jax.data.sentence_sample import local_sample, write_sample  # noqa: PLC0415  CLI start
         write_sample(local_sample(args.input, args.size, args.seed), args.output)
     print(f"wrote a sample of at most {args.size} sentences (seed {args.seed}) to {args.output}")
     return 0

@@ -39,6 +39,7 @@ from flax import linen as nn
 from qwix._src.core import einsum as qwix_einsum  # HowToQuantize from an einsum: the PTQ provider's own rule
 
 from albert_jax import sharding as shd
+from albert_jax.config import AlbertConfig
 from albert_jax.modeling import layers
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import state as st
@@ -216,8 +217,7 @@ def quantized_meta(task, model_cfg, rules, how, source: dict) -> dict:
 
 def load(out_dir: str):
     """(task, model config, quantized params) from a directory `save` wrote; the checkpoint is verified."""
-    from albert_jax.config import AlbertConfig
-    from albert_jax.tasks.registry import make_task
+    from albert_jax.tasks.registry import make_task  # noqa: PLC0415  heavy: grain
 
     meta_path = os.path.join(out_dir, META)
     if not os.path.isfile(meta_path):

@@ -26,6 +26,7 @@ import orbax.checkpoint as ocp
 from albert_jax import sharding as shd
 from albert_jax.compression import quantize
 from albert_jax.compression.quantize import QuantizeError
+from albert_jax.runs.export import resolve_run as find
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import loop, rundir
 from albert_jax.training import step as ts
@@ -36,8 +37,6 @@ log = logging.getLogger("albert_jax.quantize")
 def finetuned_run(workdir: str, seed: int | None = None):
     """The fine-tuned run to quantize, read as `albert-jax export` reads it (runs/export.resolve_run: a parent
     workdir gives its best seed by dev score, or `seed`; the best/ checkpoint), refusing a pretraining run."""
-    from albert_jax.runs.export import resolve_run as find
-
     run = find(workdir, None, seed)
     if run.kind != "finetune":
         raise QuantizeError(f"--workdir {run.workdir}: a pretraining run; quantize a fine-tuned one (its best dev "
@@ -80,14 +79,12 @@ def _reproduces(run_dir: Path, dev: dict, test: dict) -> bool | None:
 
 def quantize_run(workdir: str, out: str, activations: str = "float32", seed: int | None = None,
                  batch_size: int = 0, repeats: int = 20) -> dict:
-    from albert_jax.runs.pretrain import read_run_config
-    from albert_jax.tasks.registry import task_of_run
+    from albert_jax.runs.pretrain import read_run_config  # noqa: PLC0415  heavy: sentencepiece
+    from albert_jax.tasks.registry import head_of, task_of_run  # noqa: PLC0415  heavy: grain
 
     rules = quantize.default_rules(activations)  # a bad value fails before anything is read
     run = finetuned_run(workdir, seed)
     run_dir, cfg = Path(run.workdir), run.config
-    from albert_jax.tasks.registry import head_of
-
     if head_of(run.task) != "default":
         # PABEE's one pretrained pooler serves every layer's exit (a [B, H] and an [L, B, H] product), which the
         # int8 rules below would have to quantize as two; not done, so refused rather than half-quantized.

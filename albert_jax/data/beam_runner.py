@@ -28,8 +28,8 @@ def runner_and_options(beam_options: str, workers: int):
     among the flags, the Python FnApiRunner in multi-processing mode over `workers` processes (no Prism download);
     otherwise None, and Beam picks the runner the flags name. (The inputs are data/files.expand_inputs' to check.)"""
     beam_module()  # before any work: without Beam, say how to get it
-    from apache_beam.io.filesystems import FileSystems
-    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415  optional: apache_beam
+    from apache_beam.options.pipeline_options import PipelineOptions  # noqa: PLC0415  optional: apache_beam
 
     flags = shlex.split(beam_options)
     named = any(f.startswith("--runner") for f in flags)
@@ -41,7 +41,7 @@ def runner_and_options(beam_options: str, workers: int):
     FileSystems.set_options(options)
     if named:
         return None, options
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # noqa: PLC0415  optional: apache_beam
     return FnApiRunner(), options
 
 

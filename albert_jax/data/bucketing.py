@@ -76,11 +76,11 @@ def cut(batch: dict, keys: Iterable[str], length: int) -> dict:
 
 def global_need(need: int) -> int:
     """The longest row over every process's share of a global batch: all processes must cut alike (one shape)."""
-    import jax
+    import jax  # noqa: PLC0415  heavy: jax
 
     if jax.process_count() == 1:
         return int(need)
-    from jax.experimental import multihost_utils
+    from jax.experimental import multihost_utils  # noqa: PLC0415  heavy: jax
     return int(np.max(multihost_utils.process_allgather(np.int32(need))))
 
 

@@ -9,8 +9,8 @@ Builders (registered with TFDS on import of this module, so `tfds.data_source(na
   text_corpus          a user's own files in the official format (config carries the paths)
 
 Pretraining records hold one document: `text` is its sentences joined by "\\n" (one bytes field, one decode
-per record; `text.split(b"\\n")` gives the sentences back; sentences never contain a newline). Splits are fixed by a hash of the
-document id: 98/1/1 train/validation/test for pretraining, 80/10/10 for labeled sets (by lemma for WiC).
+per record; `text.split(b"\\n")` gives the sentences back; sentences never contain a newline). Splits are fixed by a
+hash of the document id: 98/1/1 train/validation/test for pretraining, 80/10/10 for labeled sets (by lemma for WiC).
 TFDS shuffles records by a hash of their key when writing, so record order is not corpus order.
 
 Use `load_source(name, split, data_dir)` for a random-access source over our builders or over TFDS catalog
@@ -19,12 +19,15 @@ datasets (the latter need the network the first time).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import inspect
 import logging
 import os
 import re
+import socket
 import sys
+import urllib.error
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -33,8 +36,9 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from albert_jax.data import cache_lock, corpora, fetch, labeled
+from albert_jax.data import beam_runner, cache_lock, corpora, fetch, labeled
 from albert_jax.data import files as inputs
+from albert_jax.data.beam_runner import beam_module
 
 _SPLITS = ("train", "validation", "test")
 
@@ -181,7 +185,6 @@ class _DocumentBuilder(_Builder, skip_registration=True):
     def _split_generators(self, dl_manager):
         if not self.beam:
             return super()._split_generators(dl_manager)
-        from albert_jax.data.beam_runner import beam_module
 
         beam = beam_module()
         units = self._units()
@@ -417,7 +420,6 @@ def build(name: str, data_dir: str | Path | None = None, cache_dir: str | Path |
         if not issubclass(BUILDERS[base], _DocumentBuilder):
             raise ValueError(f"{base}: --beam-options builds the pretraining corpora (albert_pretrain_en, "
                              "albert_pretrain_zh, text_corpus); the labeled sets are small and build locally")
-        from albert_jax.data import beam_runner
 
         download_config = beam_runner.download_config(beam_options, workers)
     paths = builder_kwargs.get("paths")
@@ -499,8 +501,6 @@ def catalog_names() -> list[str]:
 
 def unknown_dataset_message(name: str) -> str:
     """One line for a dataset name nobody knows, with the close ones (not TFDS's catalogue of hundreds)."""
-    import difflib
-
     base = name.partition("/")[0].partition(":")[0]
     close = difflib.get_close_matches(base, catalog_names(), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -549,11 +549,8 @@ def load_source(name: str, split: str = "train", data_dir: str | Path | None = N
 def _is_network_error(e: BaseException) -> bool:
     """A download that failed for want of the network (requests', urllib's, a socket's error), anywhere in the
     exception's chain."""
-    import socket
-    import urllib.error
-
     try:
-        import requests
+        import requests  # noqa: PLC0415  optional: requests (only to recognise its errors)
         net: tuple = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
     except ImportError:
         net = ()

@@ -22,8 +22,10 @@ import hashlib
 import io
 import re
 import unicodedata
+import warnings
 import xml.etree.ElementTree as ET
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -243,10 +245,7 @@ def kjv_documents(root: Path) -> Iterator[Document]:
 
 def _read_rdata_lazyload(data_dir: Path) -> dict[str, list[str]]:
     """R's lazy-load database (Rdata.rdx index + Rdata.rdb blobs), each blob a 4-byte length + zlib stream."""
-    import warnings
-    import zlib
-
-    import rdata
+    import rdata  # noqa: PLC0415  heavy: rdata (pandas)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # rdata warns that a bare serialisation has no file header

@@ -21,7 +21,7 @@ def _filesystems(url: str):
     scheme = str(url).split("://", 1)[0]
     need = _EXTRAS.get(scheme, "a Beam filesystem for that scheme")
     try:
-        from apache_beam.io.filesystems import FileSystems
+        from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415  optional: apache_beam
     except ImportError:
         raise ValueError(f"{url}: reading a {scheme}:// input needs Apache Beam (`make beam` builds .venv-beam; on a "
                          f"cluster install {need})") from None
@@ -36,7 +36,7 @@ def open_binary(path):
     """The file for reading bytes (`readline(limit)` as a local file's): local, or through Beam's filesystem."""
     if not is_url(path):
         return open(path, "rb")
-    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415  optional: apache_beam
     return _filesystems(path).open(str(path), compression_type=CompressionTypes.UNCOMPRESSED)
 
 

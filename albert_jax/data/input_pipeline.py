@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 import grain
 import jax
 import numpy as np
+from absl import flags
 
 TransformFn = Callable[[Any], Mapping[str, np.ndarray]]
 
@@ -101,8 +102,6 @@ def read_many(source, keys: Sequence[int]) -> list:
 
 def _mark_absl_flags_parsed() -> None:
     # grain's worker processes read absl flags; outside absl.app.run they would raise UnparsedFlagAccessError.
-    from absl import flags
-
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
 
@@ -152,8 +151,9 @@ def make_batch_iterator(source: Sequence, transform_fn: TransformFn | None = Non
     """Batches of `transform_fn(record)` over `source` (anything with __len__ and __getitem__).
 
     transform_fn maps one record to a dict of fixed-shape numpy arrays; batches stack them on a new leading
-    axis. Give random_transform_fn(record, rng) instead for a transform that draws randomness (dynamic masking). The global batch is split evenly over processes; records that would leave a process short are dropped
-    (drop_remainder), so every process yields the same number of batches and collectives never deadlock.
+    axis. Give random_transform_fn(record, rng) instead for a transform that draws randomness (dynamic masking). The
+    global batch is split evenly over processes; records that would leave a process short are dropped (drop_remainder),
+    so every process yields the same number of batches and collectives never deadlock.
     num_epochs=None repeats forever. With `sharding` (e.g. NamedSharding(mesh, P("data"))) each feature
     becomes a global jax.Array; without it the process-local numpy batch is returned.
     process_index/process_count default to JAX's and exist so tests can simulate several hosts. local_fn, if

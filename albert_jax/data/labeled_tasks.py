@@ -137,7 +137,7 @@ def clean_osis(text: str) -> str:
 def web_verses(root: Path, books: set[str]) -> dict[tuple[str, int, int], str]:
     """(book, chapter, verse) -> cleaned text for the named books of engWEB2015eb (empty verses kept as "")."""
     try:
-        from pysword.modules import SwordModules
+        from pysword.modules import SwordModules  # noqa: PLC0415  optional: pysword, with an install hint
     except ImportError as e:
         raise ImportError("verse_paraphrase reads the WEB SWORD module with pysword: "
                           "`pip install pysword==0.2.8` (pinned in requirements.txt)") from e

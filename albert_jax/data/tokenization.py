@@ -12,6 +12,7 @@ models' settings (lower-cased, accents stripped).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import numpy as np
 import sentencepiece as spm
 
 from albert_jax.data.files import open_binary
+from albert_jax.data.wordpiece import WordPieceTokenizer
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 NUM_SPECIAL_IDS = 5
@@ -199,7 +201,6 @@ class Tokenizer:
     @property
     def fingerprint(self) -> str:
         """sha256 of the model itself: two runs share a vocabulary exactly when these agree."""
-        import hashlib
         return hashlib.sha256(self.model_proto).hexdigest()
 
     def save(self, directory: str | os.PathLike) -> Path:
@@ -225,14 +226,12 @@ def load_tokenizer(path: str | os.PathLike):
     workdir, an HF ALBERT directory) or `vocab.txt` (an HF BERT directory, a WordPiece run's workdir)."""
     path = Path(path)
     if path.is_file() and path.suffix == ".txt":
-        from albert_jax.data.wordpiece import WordPieceTokenizer
         return WordPieceTokenizer.load(path)
     if path.is_file():
         return Tokenizer.load(path)
     if (path / "spiece.model").is_file():
         return Tokenizer.load(path / "spiece.model")
     if (path / "vocab.txt").is_file():
-        from albert_jax.data.wordpiece import WordPieceTokenizer
         return WordPieceTokenizer.load(path)
     if not path.exists():
         raise FileNotFoundError(f"tokenizer {path} does not exist")

@@ -31,7 +31,7 @@ _BRACKETED = re.compile(r"^\[[^\]]+\]$")
 
 class WordPieceTokenizer:
     def __init__(self, vocab_path: Path, lower: bool = True):
-        from tokenizers import BertWordPieceTokenizer
+        from tokenizers import BertWordPieceTokenizer  # noqa: PLC0415  heavy: tokenizers
 
         self.name = str(vocab_path)
         self.vocab_path = Path(vocab_path)
@@ -145,7 +145,7 @@ def train_wordpiece(output_dir: str | os.PathLike, files, *, vocab_size: int = 2
     character the trainer keeps is a token of its own, as in BERT-Chinese's vocabulary; [PAD] [UNK] [CLS] [SEP]
     [MASK] get ids 0-4. `limit_alphabet` is the number of single characters kept: Chinese needs thousands (the
     default 10,000 keeps every character of a 1M-character corpus seen `min_frequency` times)."""
-    from tokenizers import BertWordPieceTokenizer
+    from tokenizers import BertWordPieceTokenizer  # noqa: PLC0415  heavy: tokenizers
 
     files = [str(f) for f in files]
     for f in files:

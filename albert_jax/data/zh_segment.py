@@ -50,7 +50,7 @@ class Segmenter:
 
     def _tokenizer(self):
         if self._jieba is None:
-            import jieba
+            import jieba  # noqa: PLC0415  heavy: jieba
             jieba.setLogLevel(logging.WARNING)  # not "Building prefix dict..." on every worker
             self._jieba = jieba.Tokenizer()
         return self._jieba

@@ -111,8 +111,8 @@ def _fill(sd: dict[str, np.ndarray], plan: list[_Entry], cfg: AlbertConfig, head
     be indexed by a tracer, so numpy leaves would make an unjitted `model.apply` fail. Scattering is done in
     numpy first (in-place slice writes), then each finished array is moved to jax once.
     """
-    import jax.numpy as jnp
-    from flax import traverse_util
+    import jax.numpy as jnp  # noqa: PLC0415  heavy: jax
+    from flax import traverse_util  # noqa: PLC0415  heavy: flax
 
     targets = {p: v for p, v in _target_shapes(cfg, head).items() if not (skip_pooler and "pooler" in p)}
     arrays = {path: np.zeros(shape, dtype) for path, (shape, dtype) in targets.items()}
@@ -220,7 +220,7 @@ def params_to_hf(params: dict, config: AlbertConfig, include_tied: bool = True, 
     family='bert' writes Bert* keys (sharing='none', E == H, no projection). include_tied adds
     predictions.decoder.{weight,bias} so that `load_state_dict(strict=True)` accepts it; HF's own files omit them.
     """
-    from flax import traverse_util
+    from flax import traverse_util  # noqa: PLC0415  heavy: flax
 
     head = head or _infer_head(params)
     num_labels = _num_labels(params, head)
@@ -289,7 +289,7 @@ def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str
                        problem_type: str | None = None) -> Path:
     """Write config.json + model.safetensors loadable by `transformers.<hf_class(family, head)>.from_pretrained`
     (head=None: AlbertForPreTraining, or AlbertModel when `params` has no heads; see `params_to_hf`)."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save_file  # noqa: PLC0415  heavy: safetensors
 
     out = Path(out_dir)
     head = head or _infer_head(params)
@@ -304,7 +304,7 @@ def save_hf_pretrained(params: dict, config: AlbertConfig, out_dir, *, head: str
 
 
 def _read_state_dict(directory: Path) -> dict[str, np.ndarray]:
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load_file  # noqa: PLC0415  heavy: safetensors
 
     single, index = directory / "model.safetensors", directory / "model.safetensors.index.json"
     if single.is_file():
@@ -316,7 +316,7 @@ def _read_state_dict(directory: Path) -> dict[str, np.ndarray]:
             sd.update(load_file(str(directory / shard)))
         return sd
     if (directory / "pytorch_model.bin").is_file():
-        import torch
+        import torch  # noqa: PLC0415  heavy: torch
 
         return dict(torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True))
     raise FileNotFoundError(f"{directory}: no model.safetensors, model.safetensors.index.json or "
@@ -356,8 +356,8 @@ def load_hf_pretrained(directory, *, drop_task_head: bool = False, **config_over
 
 
 def hf_task_head(directory) -> dict | None:
-    """An HF {Albert,Bert}For{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias [n],
-    labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
+    """An HF {Albert,Bert}For{Sequence,Token}Classification directory's classifier: {architecture, weight [n, H], bias
+    [n], labels (id2label's names in id order, None when they are HF's generic LABEL_<i>)}; None without one."""
     directory = Path(directory)
     d = _read_config_json(directory)
     sd = _read_state_dict(directory)
@@ -411,7 +411,7 @@ def load_bert_safetensors(path_or_dir, *, config: AlbertConfig | None = None,
     `config` replaces the one read from config.json (the checkpoint is then checked against it); `vocab_size`
     is the tokenizer's vocabulary size, checked against the checkpoint's word table.
     """
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load_file  # noqa: PLC0415  heavy: safetensors
 
     path = Path(path_or_dir)
     weights = path / "model.safetensors" if path.is_dir() else path

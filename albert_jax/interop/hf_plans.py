@@ -178,7 +178,7 @@ def _bert_plan(cfg: AlbertConfig) -> list[_Entry]:
 
 def _head_model(cfg: AlbertConfig, head: str, num_labels: int):
     """(our flax model for `head`, the shape of its input ids) -- the tree an HF head model maps onto."""
-    from albert_jax import modeling
+    from albert_jax import modeling  # noqa: PLC0415  heavy: jax, flax
 
     name = {v: k for k, v in HEAD_OF_MODEL.items()}[head]
     cls = getattr(modeling, name)
@@ -190,10 +190,10 @@ def _head_model(cfg: AlbertConfig, head: str, num_labels: int):
 def _target_shapes(cfg: AlbertConfig, head: str = "model", num_labels: int = 2
                    ) -> dict[tuple[str, ...], tuple[tuple[int, ...], Any]]:
     """Flat {path: (shape, dtype)} of the model's own params, from an abstract init (no compute)."""
-    import jax
-    import jax.numpy as jnp
-    from flax import linen as nn
-    from flax import traverse_util
+    import jax  # noqa: PLC0415  heavy: jax
+    import jax.numpy as jnp  # noqa: PLC0415  heavy: jax
+    from flax import linen as nn  # noqa: PLC0415  heavy: flax
+    from flax import traverse_util  # noqa: PLC0415  heavy: flax
 
     model, shape = _head_model(cfg, head, num_labels)
     ids = jnp.zeros(shape, jnp.int32)

@@ -22,10 +22,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from flax import traverse_util
 
 from albert_jax.config import AlbertConfig
-from albert_jax.modeling.layout import PARTS
+from albert_jax.modeling.layout import PARTS, is_shared, layer_prefix, param_set, shared_prefix
 
 FORMAT = "albert_jax.params"
 VERSION = 1
@@ -46,8 +49,6 @@ def _layer_keys(cfg: AlbertConfig) -> list[tuple[int, int, tuple[str, ...]]]:
 
 def parameter_sets(cfg: AlbertConfig) -> dict[str, list[list[str]]]:
     """For each part, the per-layer subtrees grouped by the parameter set they apply, in first-use order."""
-    from albert_jax.modeling.layout import param_set
-
     out: dict[str, list[list[str]]] = {}
     for part in PARTS:
         sets: dict[tuple, list[str]] = {}
@@ -79,10 +80,6 @@ def _get(tree: dict, path: tuple[str, ...]):
 
 def unscan(cfg: AlbertConfig, params: dict) -> dict:
     """Our scanned tree -> the per-layer tree (numpy leaves): every applied block its own subtree."""
-    import jax
-
-    from albert_jax.modeling.layout import param_set
-
     params = jax.tree.map(np.asarray, jax.device_get(params))
     enc, where = _encoder_of(params)
     per_layer: dict[str, Any] = {k: v for k, v in enc.items() if k not in ("shared", "layers")}
@@ -100,11 +97,6 @@ def unscan(cfg: AlbertConfig, params: dict) -> dict:
 
 def rescan(cfg: AlbertConfig, tree: dict) -> dict:
     """The per-layer tree -> our scanned tree (numpy leaves). Every copy of a shared set must be identical."""
-    import jax
-    from flax import traverse_util
-
-    from albert_jax.modeling.layout import param_set
-
     enc, where = _encoder_of(tree)
     expected = {p[0] for _, _, p in _layer_keys(cfg)}
     found = {k for k in enc if k.startswith("layer_")}
@@ -124,9 +116,9 @@ def rescan(cfg: AlbertConfig, tree: dict) -> dict:
                 if differ or set(flat) != set(ref):
                     members = next(s for s in sets[part] if "/".join(path) in s)
                     raise ParamsExportError(
-                        f"{part} of {'/'.join(path)} differs from {ref_path} ({'/'.join(differ[0]) if differ else 'keys'}"
-                        f"), but sharing={cfg.sharing!r} (num_hidden_groups={cfg.num_hidden_groups}, sharing_map="
-                        f"{cfg.sharing_map!r}) makes "
+                        f"{part} of {'/'.join(path)} differs from {ref_path} "
+                        f"({'/'.join(differ[0]) if differ else 'keys'}), but sharing={cfg.sharing!r} "
+                        f"(num_hidden_groups={cfg.num_hidden_groups}, sharing_map={cfg.sharing_map!r}) makes "
                         f"{', '.join(members)} one shared set: they must hold identical values")
                 continue
             first[index] = ("/".join(path), flat)
@@ -141,9 +133,7 @@ def rescan(cfg: AlbertConfig, tree: dict) -> dict:
 
 
 def _lead_shape(cfg: AlbertConfig, part: str) -> tuple[int, ...]:
-    from albert_jax.modeling import layout
-
-    prefix = layout.shared_prefix(cfg) if layout.is_shared(cfg, part) else layout.layer_prefix(cfg)
+    prefix = shared_prefix(cfg) if is_shared(cfg, part) else layer_prefix(cfg)
     return tuple(n for n, _ in prefix)
 
 
@@ -155,9 +145,9 @@ def _identical(a: np.ndarray, b: np.ndarray) -> bool:
 def save_params_export(out_dir, cfg: AlbertConfig, params: dict, *, task: dict | None = None,
                        source: dict | None = None) -> Path:
     """Write `out_dir/params/` (orbax, per-layer layout) and `out_dir/layout.json`; returns out_dir."""
-    import orbax.checkpoint as ocp
+    import orbax.checkpoint as ocp  # noqa: PLC0415  heavy: orbax
 
-    from albert_jax.training.checkpoints import write_manifest
+    from albert_jax.training.checkpoints import write_manifest  # noqa: PLC0415  heavy: orbax
 
     out = Path(out_dir).absolute()
     if (out / PARAMS).exists() or (out / LAYOUT).exists():
@@ -194,11 +184,9 @@ def read_layout(directory) -> dict:
 
 def load_params_export(directory) -> tuple[AlbertConfig, dict]:
     """A params export -> (config, our scanned params with jax array leaves, as the model applies them)."""
-    import jax.numpy as jnp
-    import jax
-    import orbax.checkpoint as ocp
+    import orbax.checkpoint as ocp  # noqa: PLC0415  heavy: orbax
 
-    from albert_jax.training.checkpoints import ChecksumError, verify_step_dir
+    from albert_jax.training.checkpoints import ChecksumError, verify_step_dir  # noqa: PLC0415  heavy: orbax
 
     directory = Path(directory).absolute()
     layout = read_layout(directory)

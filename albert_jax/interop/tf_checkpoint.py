@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from albert_jax.config import AlbertConfig
+from albert_jax.data.wordpiece import WordPieceTokenizer
+from albert_jax.interop.hf import _check_keys, _fill
 from albert_jax.interop.hf_plans import ConversionError, _albert_plan, _Entry
 
 # TF module kinds -> (the TF leaf for HF's 'weight', for HF's 'bias'); '' means the scope is the variable itself.
@@ -113,7 +115,7 @@ def checkpoint_prefix(path) -> str:
 
 def _tensorflow():
     try:
-        import tensorflow as tf
+        import tensorflow as tf  # noqa: PLC0415  heavy: tensorflow
     except ImportError:
         raise ConversionError("reading a TF checkpoint needs TensorFlow, an optional dependency: "
                               "pip install -r requirements-tf.txt -c requirements.lock") from None
@@ -158,8 +160,6 @@ def load_tf_checkpoint(path, config: AlbertConfig, heads: bool | None = None) ->
 
     heads=None: AlbertForPreTraining's tree when the checkpoint has the cls/ heads, AlbertModel's otherwise.
     """
-    from albert_jax.interop.hf import _check_keys, _fill
-
     prefix, shapes, skipped, (reader, source) = read_variables(path)
     where = f"TF checkpoint {prefix}"
     _check_layout(shapes, config, where)
@@ -183,7 +183,7 @@ class _Shape:
 
 def params_to_tf(params: dict, config: AlbertConfig) -> dict[str, np.ndarray]:
     """Our params -> {official TF variable name: float32 array in TF's layout} (the inverse of the import)."""
-    from flax import traverse_util
+    from flax import traverse_util  # noqa: PLC0415  heavy: flax
 
     heads = "predictions" in params
     flat = traverse_util.flatten_dict(dict(params))
@@ -213,8 +213,7 @@ def find_vocab(prefix: str):
 def load_vocab(path):
     """Our tokenizer for an official vocabulary: SentencePiece with ALBERT's preprocessing (lowercased, accents
     stripped, as every released English model), or BERT's WordPiece (vocab.txt: the Chinese models)."""
-    from albert_jax.data.tokenization import Tokenizer
-    from albert_jax.data.wordpiece import WordPieceTokenizer
+    from albert_jax.data.tokenization import Tokenizer  # noqa: PLC0415  heavy: sentencepiece
 
     path = Path(path)
     if not path.is_file():

@@ -16,6 +16,7 @@ from typing import Any
 from albert_jax.plan import chips as chip_table
 from albert_jax.plan import hlo
 from albert_jax.plan.targets import Target
+from albert_jax.runs import validate
 
 # The TPU compiler's words when a program does not fit: "Used 20.51G of 15.48G hbm. Exceeded hbm capacity by 5.03G."
 # or "the total memory required for HLO temporaries (15.83G) exceeds available HBM (15.75G)".
@@ -91,10 +92,10 @@ def task_and_model(config) -> tuple[Any, Any]:
     """The task and model the run would train, from its config alone (no data read)."""
     kind = run_kind(config)
     if kind == "pretrain":
-        from albert_jax.runs.pretrain import task_and_model as pretrain_inputs
+        from albert_jax.runs.pretrain import task_and_model as pretrain_inputs  # noqa: PLC0415  heavy: jax, optax
         return pretrain_inputs(config, config.data.vocab_size)
     # distill: the student's step; its soft-target term adds elementwise work only (runs/distill.py)
-    from albert_jax.runs.finetune import planned_task_and_model
+    from albert_jax.runs.finetune import planned_task_and_model  # noqa: PLC0415  heavy: grain, jax
     return planned_task_and_model(config)
 
 
@@ -114,9 +115,8 @@ def program_hash(text: str) -> str:
 
 def plan(config, target: Target) -> Report:
     """Compile the run `config` describes for `target`. Raises DoesNotFit when the TPU compiler refuses it."""
-    from albert_jax import sharding as shd
-    from albert_jax.runs import validate
-    from albert_jax.training import program
+    from albert_jax import sharding as shd  # noqa: PLC0415  heavy: jax
+    from albert_jax.training import program  # noqa: PLC0415  heavy: jax, optax
 
     kind = run_kind(config)
     validate.check_devices(config, num_devices=target.num_devices, num_processes=1)

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 
 from albert_jax.config import REMAT_POLICIES
-from albert_jax.plan.compile import DoesNotFit, Report, plan
+from albert_jax.plan.compile import DoesNotFit, Report, plan, task_and_model
 
 log = logging.getLogger("albert_jax.plan")
 
@@ -84,8 +84,6 @@ class Tried:
 def search(config, target, remats=REMAT_POLICIES, meshes: list[dict] | None = None) -> tuple[list[Tried], int | None]:
     """Every (mesh, remat policy) compiled; returns the tries and the index of the best: it fits and has the
     shortest predicted step."""
-    from albert_jax.plan.compile import task_and_model
-
     _, model_cfg = task_and_model(config)
     meshes = meshes or candidate_meshes(target.num_devices, model_cfg.num_attention_heads)
     tried: list[Tried] = []

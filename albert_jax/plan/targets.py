@@ -88,8 +88,8 @@ def resolve(spec: str) -> Target:
     """The compile-only devices of `spec`. Needs libtpu (TPU) or the CUDA plugin and ptxas (GPU)."""
     s = parse(spec)
     # The CPU backend stays the default: these devices are only compiled for, never run on.
-    import jax
-    from jax.experimental import topologies
+    import jax  # noqa: PLC0415  heavy: jax
+    from jax.experimental import topologies  # noqa: PLC0415  heavy: jax
 
     # A compile-only executable cannot be read back from JAX's persistent cache (no client to load it into): each
     # entry would be written, fail to load next time ("PjRtCompiler must be constructed with a Client") and be

@@ -29,15 +29,22 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
+import statistics
+import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from albert_jax.runs import validate
 from albert_jax.tasks.base import TaskWrapper
 from albert_jax.tasks.classification import ClassificationTask, load_records
+from albert_jax.tasks.features import eval_batches
+from albert_jax.tasks.registry import head_of, make_task
 from albert_jax.training import rundir
+from albert_jax.training import workdir as wdir
 
 log = logging.getLogger("albert_jax.distill")
 
@@ -78,11 +85,9 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
                     cache_dir: str | None = None) -> TeacherTargets:
     """Score the train split of `task_name` with the fine-tuned run `teacher` (one seed's workdir); cached in
     `cache_dir` (teacher.npz + teacher.json) and reused when the same teacher, step, task and limit made it."""
-    from albert_jax.data import tokenization
-    from albert_jax.runs.finetune import InitError, finetuned_params
-    from albert_jax.runs.pretrain import read_run_config
-    from albert_jax.tasks.features import eval_batches
-    from albert_jax.tasks.registry import make_task
+    from albert_jax.data import tokenization  # noqa: PLC0415  heavy: sentencepiece
+    from albert_jax.runs.finetune import InitError, finetuned_params  # noqa: PLC0415  heavy: optax, sentencepiece
+    from albert_jax.runs.pretrain import read_run_config  # noqa: PLC0415  heavy: optax, sentencepiece
 
     path = Path(teacher)
     if not (path / rundir.CONFIG).is_file():
@@ -96,8 +101,6 @@ def teacher_targets(teacher: str, task_name: str, limit: int = 0, batch_size: in
     if theirs != task_name:
         raise DistillError(f"distill.teacher={teacher!r} was fine-tuned on {theirs or 'pretraining'!r}, not on "
                            f"task {task_name!r}: a teacher must be fine-tuned on the task it teaches")
-    from albert_jax.tasks.registry import head_of
-
     if head_of(run_cfg.get("task", {})) != "default":
         raise DistillError(f"distill.teacher={teacher!r} has the {run_cfg['task']['head']} head (one classifier "
                            "per layer): distil from a run with the default head")
@@ -246,11 +249,6 @@ def distill_task(base, targets: TeacherTargets, *, temperature: float, alpha: fl
 def forward_speed(task, model_cfg, params, features, batch_size: int = 64, repeats: int = 3) -> float:
     """Inference examples per second of a classifier over one split (the median of `repeats` timed passes after
     one compiling pass): how the student's speed is reported beside the teacher's, in the same process."""
-    import statistics
-    import time
-
-    from albert_jax.tasks.features import eval_batches
-
     model = task.model(model_cfg)
     forward = jax.jit(lambda p, b: model.apply({"params": p}, **task.model_inputs(b), deterministic=True))
     batches = list(eval_batches(features, batch_size, None))
@@ -274,13 +272,7 @@ def distill(config, workdir: str) -> dict:
     """`albert-jax distill`: score the train split with the teacher (once, cached in workdir/teacher), fine-tune
     the student on the mixed loss for every seed, then report its score as a share of the teacher's, and both
     models' size and dev-split inference speed."""
-    import os
-
-    from albert_jax.runs import finetune as ft
-    from albert_jax.runs import validate
-    from albert_jax.tasks.registry import make_task
-
-    from albert_jax.training import workdir as wdir
+    from albert_jax.runs import finetune as ft  # noqa: PLC0415  heavy: optax, sentencepiece
 
     validate.validate(config, "finetune", workdir)
     if "distill" not in config:
@@ -305,7 +297,7 @@ def distill(config, workdir: str) -> dict:
              "test": _share(med["test"], teacher_scores.get("test", {}), f"test/{headline}")}
     # Size and speed: the first seed's student beside the teacher, each on the dev split as it reads it (its own
     # tokenizer, which every run keeps in its workdir, and length), timed in this process.
-    from albert_jax.data.tokenization import load_tokenizer
+    from albert_jax.data.tokenization import load_tokenizer  # noqa: PLC0415  heavy: sentencepiece
 
     s_dir = str(rundir.seed_dir(workdir, config.train.seed))
     _, _, s_cfg, _, s_params = ft.finetuned_params(s_dir)

@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from albert_jax.config import AlbertConfig, ConfigError
+from albert_jax.config import AlbertConfig, ConfigError, load_json
 from albert_jax.training import rundir
 
 log = logging.getLogger("albert_jax.export")
@@ -69,7 +69,8 @@ def best_seed(path: Path) -> tuple[int, str, float]:
             scored.append((-float(value), seed, metric))
     if not scored:
         raise ExportError(f"{path}: no seed has finished (no seed-<s>/results.json with a dev score); pass --seed S "
-                          f"to export one seed's checkpoint anyway (seeds here: {list(rundir.seed_dirs(path)) or 'none'})")
+                          "to export one seed's checkpoint anyway "
+                          f"(seeds here: {list(rundir.seed_dirs(path)) or 'none'})")
     neg, seed, metric = min(scored)
     return seed, metric, -neg
 
@@ -77,11 +78,11 @@ def best_seed(path: Path) -> tuple[int, str, float]:
 def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> RunParams:
     """The run `workdir` names, with its parameters read. A fine-tuning parent gives its best seed by dev score
     (or `seed`); `step` picks a checkpoint (default: best/ for fine-tuning, the latest for pretraining)."""
-    import jax
+    import jax  # noqa: PLC0415  heavy: jax
 
-    from albert_jax.data import tokenization
-    from albert_jax.runs.finetune import InitError, finetuned_params
-    from albert_jax.runs.pretrain import params_from_workdir, read_run_config
+    from albert_jax.data import tokenization  # noqa: PLC0415  heavy: sentencepiece
+    from albert_jax.runs.finetune import InitError, finetuned_params  # noqa: PLC0415  heavy: grain, jax
+    from albert_jax.runs.pretrain import params_from_workdir, read_run_config  # noqa: PLC0415  heavy: jax, optax
 
     path = Path(workdir)
     if not path.is_dir():
@@ -108,7 +109,8 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
         tokenizer = tokenization.load_tokenizer(path)
     except FileNotFoundError:
         raise ExportError(f"{path} holds no tokenizer (spiece.model or vocab.txt, which every run copies into its "
-                          "workdir): an export without the tokenizer the model was trained with is not usable") from None
+                          "workdir): an export without the tokenizer the model was trained with is not usable"
+                          ) from None
     # One local device: an export is host-side work, on whatever machine, whatever devices trained the run.
     one_device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
     if str(task.get("name", "")).startswith("pretrain"):
@@ -129,21 +131,21 @@ def resolve_run(workdir, step: int | None = None, seed: int | None = None) -> Ru
 
 # ---------------------------------------------------------------------------------------------- to HuggingFace
 def _wordpiece(tokenizer) -> bool:
-    from albert_jax.data.wordpiece import WordPieceTokenizer
+    from albert_jax.data.wordpiece import WordPieceTokenizer  # noqa: PLC0415  CLI start (numpy)
 
     return isinstance(tokenizer, WordPieceTokenizer)
 
 
 def hf_target(run: RunParams) -> dict:
     """What `run` becomes in HF: family, head, labels, problem_type, class names; ExportRefused if nothing."""
-    from albert_jax.interop import hf
+    from albert_jax.interop import hf  # noqa: PLC0415  CLI start (numpy)
 
     cfg, name = run.config, run.task.get("name", "")
     labels, problem_type = None, None
     if run.kind == "pretraining":
         head = "pretraining"
     else:
-        from albert_jax.tasks.registry import label_names, task_of_run
+        from albert_jax.tasks.registry import label_names, task_of_run  # noqa: PLC0415  heavy: grain, jax
 
         task = task_of_run(run.task, cfg)  # with the head it was trained with (PABEE: AlbertForEarlyExit)
         model_name = type(task.model(cfg)).__name__
@@ -167,7 +169,7 @@ def hf_target(run: RunParams) -> dict:
 
 def export_hf(run: RunParams, out_dir) -> dict:
     """config.json + model.safetensors + tokenizer files in `out_dir`; returns what was written (hf_target)."""
-    from albert_jax.interop import hf
+    from albert_jax.interop import hf  # noqa: PLC0415  CLI start (numpy)
 
     target = hf_target(run)
     out = _fresh_dir(out_dir)
@@ -207,7 +209,7 @@ def write_hf_tokenizer(tokenizer, out: Path, max_length: int) -> None:
 # ---------------------------------------------------------------------------------------------- to params
 def export_params(run: RunParams, out_dir) -> Path:
     """A params-only orbax checkpoint in the per-layer layout + layout.json (+ the tokenizer) in `out_dir`."""
-    from albert_jax.interop.params_export import save_params_export
+    from albert_jax.interop.params_export import save_params_export  # noqa: PLC0415  heavy: jax, flax
 
     out = _fresh_dir(out_dir)
     save_params_export(out, run.config, run.params, task=run.task, source=run.describe())
@@ -256,12 +258,10 @@ def import_official(checkpoint, config_path, out_dir, *, vocab=None, to: str = "
     loads and that `albert-jax finetune init=DIR` starts from. to='params': our params export (orbax, per-layer,
     layout.json) + the tokenizer. Returns what was written (also saved as albert_jax_import.json).
     """
-    import json
-
-    from albert_jax.config import load_json
-    from albert_jax.data.tokenization import check_vocab_matches
-    from albert_jax.interop import hf
-    from albert_jax.interop.tf_checkpoint import checkpoint_prefix, find_vocab, load_tf_checkpoint, load_vocab
+    from albert_jax.data.tokenization import check_vocab_matches  # noqa: PLC0415  heavy: sentencepiece
+    from albert_jax.interop import hf  # noqa: PLC0415  CLI start (numpy)
+    from albert_jax.interop.tf_checkpoint import (  # noqa: PLC0415  CLI start (numpy)
+        checkpoint_prefix, find_vocab, load_tf_checkpoint, load_vocab)
 
     if to not in TARGETS:
         raise ValueError(f"--to {to!r}: allowed {', '.join(TARGETS)}")
@@ -283,7 +283,7 @@ def import_official(checkpoint, config_path, out_dir, *, vocab=None, to: str = "
         if tokenizer is not None:
             write_hf_tokenizer(tokenizer, out, config.max_position_embeddings)
     else:
-        from albert_jax.interop.params_export import save_params_export
+        from albert_jax.interop.params_export import save_params_export  # noqa: PLC0415  heavy: jax, flax
 
         save_params_export(out, config, params, task={"name": "pretrain"} if report["heads"] else {},
                            source={"tf_checkpoint": prefix})

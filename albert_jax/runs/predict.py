@@ -22,12 +22,17 @@ fine-tuning loop runs on dev (training/loop.evaluate: the eval step, summed over
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from albert_jax.data import bucketing
+from albert_jax.runs.export import ExportError, resolve_run
+from albert_jax.tasks import from_files, squad
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +63,9 @@ class PredictError(ValueError):
 
 class Predictor:
     def __init__(self, run, max_seq_length: int, batch_size: int = 32):
-        import jax
+        import jax  # noqa: PLC0415  heavy: jax
 
-        from albert_jax.data import bucketing
-        from albert_jax.tasks.registry import head_of, task_of_run
+        from albert_jax.tasks.registry import head_of, task_of_run  # noqa: PLC0415  heavy: grain, jax
 
         if run.kind != "finetune":
             raise PredictError(f"{run.workdir} is a pretraining run; predict reads a fine-tuning run (its task head)")
@@ -79,8 +83,7 @@ class Predictor:
     @classmethod
     def load(cls, workdir, seed: int | None = None, step: int | None = None, batch_size: int = 32) -> "Predictor":
         """A fine-tuning workdir (its best seed by dev score unless `seed`), or one seed's run directory."""
-        from albert_jax.runs.export import ExportError, resolve_run
-        from albert_jax.runs.pretrain import read_run_config
+        from albert_jax.runs.pretrain import read_run_config  # noqa: PLC0415  heavy: jax, optax
 
         with quiet_checkpoint_reads():
             try:
@@ -93,7 +96,7 @@ class Predictor:
     @property
     def labels(self) -> list[str] | None:
         """The class names (tagging: the tags), as an HF export's id2label holds them; None for regression, spans."""
-        from albert_jax.tasks.registry import label_names
+        from albert_jax.tasks.registry import label_names  # noqa: PLC0415  heavy: grain, jax
 
         if self.kind == "span" or (self.kind == "classification" and self.task.regression):
             return None
@@ -154,8 +157,6 @@ class Predictor:
     def labelled_records(self, path) -> list[dict]:
         """A labelled file's records in the task's form; a bad row or a label the run does not know is a
         UserDataError naming file:line."""
-        from albert_jax.tasks import from_files
-
         path = Path(path)
         if not path.is_file():
             raise PredictError(f"--input {path}: no such file")
@@ -164,14 +165,11 @@ class Predictor:
     def evaluate(self, records: Sequence[dict]) -> dict[str, float]:
         """The task's metrics over labelled `records`, named as fine-tuning names its dev metrics (accuracy, f1,
         ...), computed by the loop's own evaluation."""
-        import copy
+        import jax  # noqa: PLC0415  heavy: jax
 
-        import jax
-
-        from albert_jax.tasks import from_files
-        from albert_jax.tasks.features import EvalSet
-        from albert_jax.training.loop import evaluate
-        from albert_jax.training.step import make_eval_step
+        from albert_jax.tasks.features import EvalSet  # noqa: PLC0415  heavy: grain, jax
+        from albert_jax.training.loop import evaluate  # noqa: PLC0415  heavy: jax, optax
+        from albert_jax.training.step import make_eval_step  # noqa: PLC0415  heavy: jax, optax
 
         if not records:
             raise PredictError("no labelled examples to evaluate")
@@ -188,7 +186,7 @@ class Predictor:
     # ------------------------------------------------------------------------------------------------ outputs
     def predict(self, inputs: Sequence[Any]) -> list[dict]:
         """One result per input, in order (see the module docstring for the shapes)."""
-        from albert_jax.tasks.features import eval_batches
+        from albert_jax.tasks.features import eval_batches  # noqa: PLC0415  heavy: grain, jax
 
         if not inputs:
             return []
@@ -239,8 +237,6 @@ class Predictor:
         return out
 
     def _spans(self, rows, feats, n: int) -> list[dict]:
-        from albert_jax.tasks import squad
-
         arrays = {k: np.stack(v) for k, v in rows.items()}
         if self.task.version == 2:
             texts, diffs = squad.decode_v2(feats.meta, arrays, n_best_size=self.task.n_best_size,

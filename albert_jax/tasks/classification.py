@@ -25,7 +25,7 @@ def load_records(source, split: str, limit: int = 0) -> list[dict]:
     datasets read one after the other (RACE). Only as far as `limit` is read: decoding is ~45 µs a record, so a
     smoke run's 32 examples no longer decode the whole split. (Batched `__getitems__` reads measured no faster:
     the decoding, not the read, is the time.)"""
-    from albert_jax.data import builders
+    from albert_jax.data import builders  # noqa: PLC0415  heavy: tfds
 
     if hasattr(source, "records"):  # a user's files (tasks/from_files.FileSource)
         return source.records(split, limit)

@@ -108,7 +108,8 @@ class EarlyExitClassificationTask(TaskWrapper):
         keep = predictions["index"] >= 0
         preds_NL, label = predictions["pred"][keep], predictions["label"][keep]
         last = {**predictions, "pred": predictions["pred"][:, -1]}
-        out = self.base.finalize(sums, last, split, features)  # the loss, and the last layer's metrics as the plain names
+        # the loss, and the last layer's metrics as the plain names
+        out = self.base.finalize(sums, last, split, features)
         if (label < 0).all():
             return out
         p = self.metric_prefix(split)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import hashlib
 from typing import Any, Callable, Iterator, Sequence
 
 import jax
@@ -89,8 +90,6 @@ class _Rows:
     """A random-access source of row dicts over `Features.arrays` (what grain reads)."""
 
     def __init__(self, arrays: dict[str, np.ndarray], split: str = "train"):
-        import hashlib
-
         self.arrays = arrays
         self._n = len(next(iter(arrays.values())))
         h = hashlib.sha256()

@@ -179,9 +179,9 @@ def squad_record(r: dict) -> dict:
 
 def task_from_spec(spec: dict):
     """The task `spec` (read_spec's) describes, reading its files lazily through a FileSource."""
-    from albert_jax.tasks.classification import ClassificationTask
-    from albert_jax.tasks.span_qa import SpanTask
-    from albert_jax.tasks.tagging import TaggingTask
+    from albert_jax.tasks.classification import ClassificationTask  # noqa: PLC0415  heavy: grain, jax
+    from albert_jax.tasks.span_qa import SpanTask  # noqa: PLC0415  heavy: grain, jax
+    from albert_jax.tasks.tagging import TaggingTask  # noqa: PLC0415  heavy: grain, jax
 
     kind, source = spec["kind"], FileSource(spec)
     tests = ("test",) if "test" in spec else ()

@@ -70,13 +70,13 @@ def _corr(fn, x, y) -> float:
 # only STS-B reads it.
 def pearson(x, y) -> float:
     """Pearson r (STS-B); nan when either input is constant."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415  heavy: scipy
     return _corr(stats.pearsonr, x, y)
 
 
 def spearman(x, y) -> float:
     """Spearman rho (STS-B), ties given average ranks; nan when either input is constant."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415  heavy: scipy
     return _corr(stats.spearmanr, x, y)
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from albert_jax.configs import schema
+from albert_jax.data.labeled_tasks import PD_POS_TAGS
+from albert_jax.tasks import from_files
 from albert_jax.tasks.classification import ClassificationTask
+from albert_jax.tasks.early_exit import with_head
 from albert_jax.tasks.multiple_choice import MultipleChoiceTask, from_tfds_race
 from albert_jax.tasks.span_qa import SpanTask, from_local_span, from_tfds_squad
 from albert_jax.tasks.tagging import TaggingTask
 
 
 def _pd_pos():
-    from albert_jax.data.labeled_tasks import PD_POS_TAGS
     return TaggingTask("pd_pos", "pd_pos", PD_POS_TAGS, spaced=False)  # Chinese: no spaces between words
 
 
@@ -72,8 +75,6 @@ TASKS = {**LOCAL, **CATALOG}
 
 def make_task(name: str):
     """A task by name, or from a user's task file (`path/to/task.json`: tasks/from_files.py)."""
-    from albert_jax.tasks import from_files
-
     if from_files.is_task_file(name):
         return from_files.task_from_spec(from_files.read_spec(name))
     if name not in TASKS:
@@ -85,17 +86,11 @@ def make_task(name: str):
 def head_of(task_info: dict) -> str:
     """The head a run's recorded task (config.json's `task` section) was trained with: a wrapped task records its
     own ("pabee"); a task without one has the schema's default head."""
-    from albert_jax.configs import schema
-
     return task_info.get("head") or schema.FINETUNE_TOP["head"].default
 
 
 def task_of_run(task_info: dict, model_cfg):
     """The task a run recorded in config.json (its `task` section), with the head it was trained with."""
-    from albert_jax.tasks.early_exit import with_head
-
-    from albert_jax.tasks import from_files
-
     # A task from a user's files is rebuilt from the spec it recorded (labels included): its files need not exist.
     task = from_files.task_from_spec(task_info["spec"]) if "spec" in task_info else make_task(task_info["name"])
     return with_head(task, head_of(task_info), model_cfg.num_hidden_layers)
@@ -103,7 +98,7 @@ def task_of_run(task_info: dict, model_cfg):
 
 def label_names(task, head: str) -> tuple[list[str] | None, str | None]:
     """id2label names and problem_type: the dataset's class names where it declares them, else LABEL_<i>."""
-    from albert_jax.data.builders import class_names  # the dataset's ClassLabel names, when it declares them
+    from albert_jax.data.builders import class_names  # noqa: PLC0415  heavy: tfds
 
     if head == "token":
         return list(task.tags), None

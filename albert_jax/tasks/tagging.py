@@ -7,8 +7,9 @@ SentencePiece writes a word boundary as "▁": encoding a word on its own often 
 word's pieces (94% of People's Daily words with our Chinese tokenizer). That bare piece is the same for every word,
 so it must never carry the tag, or the head sees one identical embedding for every word. For text written without
 spaces (`spaced=False`: Chinese) the bare piece is dropped: the sentence is then tokenized as pretraining saw it,
-with no boundary marks between words. For spaced text it stays in the input and the tag goes on the next piece. Sentences longer than max_len are truncated
-at a word boundary and counted. Token accuracy is over words: sums of correct tags over counts of tagged words.
+with no boundary marks between words. For spaced text it stays in the input and the tag goes on the next piece.
+Sentences longer than max_len are truncated at a word boundary and counted. Token accuracy is over words: sums of
+correct tags over counts of tagged words.
 """
 from __future__ import annotations
 

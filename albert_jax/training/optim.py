@@ -123,7 +123,8 @@ class ScaleByAdamNoBiasCorrectionState(NamedTuple):
     nu: Any  # the official `adam_v` slot
 
 
-def scale_by_adam_no_bias_correction(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6) -> optax.GradientTransformation:
+def scale_by_adam_no_bias_correction(b1: float = 0.9, b2: float = 0.999,
+                                     eps: float = 1e-6) -> optax.GradientTransformation:
     """m / (sqrt(v) + eps) with m, v the raw moving averages (no 1 - b^t correction)."""
 
     def init_fn(params):
@@ -140,7 +141,8 @@ def scale_by_adam_no_bias_correction(b1: float = 0.9, b2: float = 0.999, eps: fl
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def add_decoupled_weight_decay(rate: float, decay_mask_fn: PathPredicate = default_decay_mask) -> optax.GradientTransformation:
+def add_decoupled_weight_decay(rate: float,
+                               decay_mask_fn: PathPredicate = default_decay_mask) -> optax.GradientTransformation:
     """update += rate * param for parameters whose path `decay_mask_fn` accepts (official: before the LR)."""
 
     def update_fn(updates, state, params=None):
@@ -263,7 +265,7 @@ def stacked_axes_from_boxed(boxed_params: Any, stack_names: tuple[str, ...] = ST
     Pass the boxed tree (e.g. `jax.eval_shape(model.init, ...)`) with the same nesting as the unboxed params the
     optimizer sees: the path to a box is the path its unboxed value will have.
     """
-    import flax.linen as nn  # local: optim has no other flax dependency
+    import flax.linen as nn  # noqa: PLC0415  heavy: flax (optim has no other flax dependency)
 
     counts: dict[str, int] = {}
 

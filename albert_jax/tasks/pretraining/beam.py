@@ -25,7 +25,10 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from albert_jax.data.beam_runner import beam_module, download_config, runner_and_options
+from albert_jax.data.builders import tfds_messages_to_stderr
 from albert_jax.data.files import absolute, expand_inputs
+from albert_jax.data.sentence_sample import keyed_sentences
+from albert_jax.data.tokenization import load_tokenizer
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.tasks.pretraining.records import encode_record
 
@@ -96,13 +99,10 @@ def create_with_beam(input_files, tokenizer_path: str, output_dir, cfg: ptd.Pret
                      *, seed: int = 12345, zh_masking: str = "char", beam_options: str = "", workers: int = 1) -> dict:
     """Build the records with Beam into `output_dir` (a TFDS data_dir) and write `pretraining_data.json` there,
     which `data.instances` reads like the local path's; returns that summary."""
-    from albert_jax.data.tokenization import load_tokenizer
-
     config = download_config(beam_options, workers)  # first: without Beam, say how to get it
     input_files = expand_inputs(input_files, "pretraining-data")
     tokenizer = load_tokenizer(tokenizer_path)
     builder = builder_for(input_files, str(tokenizer_path), output_dir, cfg, seed, zh_masking, tokenizer)
-    from albert_jax.data.builders import tfds_messages_to_stderr
 
     with tfds_messages_to_stderr():  # stdout is the command's JSON
         builder.download_and_prepare(download_config=config)
@@ -123,7 +123,6 @@ class _KeyedSentences:
         self.seed = seed
 
     def __call__(self, item):
-        from albert_jax.data.sentence_sample import keyed_sentences
         index, path = item
         yield from keyed_sentences(index, path, self.seed)
 

@@ -41,6 +41,7 @@ import numpy as np
 # while they register with collections.abc, so a Ctrl-C that landed in that import, just after the first output file
 # was opened, was lost and the command ran to the end (tests/test_cli.py's Ctrl-C test: 4 runs in 36 under load).
 import numpy.random  # noqa: F401
+from array_record.python.array_record_module import ArrayRecordWriter
 
 # The record format lives in its own module; re-exported here because callers think in "pretraining data".
 from albert_jax.tasks.pretraining.records import (FEATURES, _VERSION, decode_record, encode_record,  # noqa: F401
@@ -449,7 +450,6 @@ def shard_records(shard_index: int, path, cfg: PretrainingConfig, seed: int, tok
 
 def _create_shard(task) -> dict:
     shard_index, num_shards, path, output_dir, cfg, seed, tokenizer, per_file, zh_masking = task
-    from array_record.python.array_record_module import ArrayRecordWriter
     stem = f"part-{shard_index:05d}-of-{num_shards:05d}"
     # The writer keeps ~140 bytes of index per record until close, so a shard rolls over to a new file every
     # `per_file` records to keep memory bounded. All files of a shard are renamed only once all are complete.
@@ -507,9 +507,9 @@ def create_pretraining_data(input_files: list[str | os.PathLike], tokenizer: Tok
     if zh_masking not in ZH_MASKING:
         raise ValueError(f"zh_masking={zh_masking!r}; allowed: {', '.join(ZH_MASKING)}")
     if zh_masking != "char" and not hasattr(tokenizer, "encode_with_offsets"):
-        raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: `albert-jax tokenizer train "
-                         f"--kind wordpiece`); {tokenizer.name} is SentencePiece, whose Chinese pieces span several "
-                         "characters: use zh_masking=char with it")
+        raise ValueError(f"zh_masking={zh_masking} needs a WordPiece tokenizer (a vocab.txt: "
+                         f"`albert-jax tokenizer train --kind wordpiece`); {tokenizer.name} is SentencePiece, "
+                         "whose Chinese pieces span several characters: use zh_masking=char with it")
     created = not Path(output_dir).exists()  # a failed create removes the directory it made
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     tasks = [(i, len(input_files), f, str(output_dir), cfg, seed, tokenizer, records_per_file, zh_masking)

@@ -54,7 +54,7 @@ def record_sizes(shards: list[str], source=None) -> np.ndarray:
         if source is None or len(sizes) == len(source):
             return sizes
     if source is None:
-        import grain
+        import grain  # noqa: PLC0415  heavy: grain
         source = grain.sources.ArrayRecordDataSource(shards)
     n = len(source)
     sizes = np.zeros((n, 2), np.uint16)
@@ -145,7 +145,7 @@ class PackedSource:
 
     def __getitems__(self, rows) -> list[list]:
         """Several rows with one batched read of all their records (input_pipeline.read_many)."""
-        from albert_jax.data.input_pipeline import read_many
+        from albert_jax.data.input_pipeline import read_many  # noqa: PLC0415  heavy: grain, jax
 
         members = [self.records_of(int(i)) for i in rows]
         flat = read_many(self.source, [int(j) for m in members for j in m])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+from array_record.python.array_record_module import ArrayRecordReader
 
 FEATURES = ("input_ids", "input_mask", "segment_ids", "token_boundary", "masked_lm_positions", "masked_lm_ids",
             "masked_lm_weights", "next_sentence_labels")
@@ -64,9 +65,8 @@ def shard_paths(output_dir: str | os.PathLike) -> list[str]:
 
 
 def read_records(path: str | os.PathLike) -> Iterator[dict]:
-    """Records of one ArrayRecord file, decoded. For training use grain.sources.ArrayRecordDataSource(shard_paths(d)) and map
-    decode_record."""
-    from array_record.python.array_record_module import ArrayRecordReader
+    """Records of one ArrayRecord file, decoded. For training use grain.sources.ArrayRecordDataSource(shard_paths(d))
+    and map decode_record."""
     reader = ArrayRecordReader(str(path))
     try:
         for start in range(0, reader.num_records(), 1024):
