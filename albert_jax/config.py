@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+import ml_collections
+
 from albert_jax.configs.overrides import ConfigError, field_types, parse_value, register_section, split_arg
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
@@ -431,8 +433,6 @@ register_section("model", AlbertConfig, FIELD_CHOICES)
 
 def model_section(cfg: AlbertConfig):
     """Every AlbertConfig field as a typed config section (`--set model.embedding_size=256` works on each)."""
-    import ml_collections
-
     return ml_collections.ConfigDict(cfg.to_dict())
 
 

@@ -1,7 +1,8 @@
 """Fine-tuning one downstream task from any checkpoint, with the paper's protocol (Table 14), several seeds.
 
 Run:
-  albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=workdirs/demo/table5/cpu/sop/pretrain,scale=cpu --workdir W
+  albert-jax finetune --workdir W \
+      --config experiments/finetune.py:task=rt_sentiment,init=workdirs/demo/table5/cpu/sop/pretrain,scale=cpu
   albert-jax finetune --config experiments/finetune.py:task=rt_sentiment,init=random,scale=cpu \
       --set data.tokenizer=workdirs/demo/table5/cpu/sop/pretrain --workdir W_random
   albert-jax finetune --config experiments/finetune.py:task=mrpc,init=<HF ALBERT dir>,scale=paper --workdir W
@@ -28,6 +29,9 @@ from albert_jax.configs import overrides
 from albert_jax.configs import schema
 from albert_jax.configs.arguments import Arg, Derived, parse_args
 from albert_jax.configs.scales import PAPER_REMAT, SCALES
+from albert_jax.runs.validate import near
+from albert_jax.tasks import from_files
+from albert_jax.tasks.protocol import protocol
 
 ARGS = (
     Arg("task", default="rt_sentiment", help="a registered task (albert_jax/tasks/registry.py) or a task file .json"),
@@ -49,10 +53,7 @@ ARGS = (
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-    from albert_jax.runs.validate import near
-    from albert_jax.tasks import from_files
-    from albert_jax.tasks.protocol import protocol
-    from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task
+    from albert_jax.tasks.registry import CATALOG, LOCAL, TASKS, make_task  # noqa: PLC0415  heavy: grain, jax
 
     args, model_args = parse_args(arg, ARGS)
     scale = args["scale"]

@@ -4,8 +4,9 @@ Run:
   albert-jax sweep groups --scale cpu --runs runs
   albert-jax table groups --scale cpu --runs runs
 
-Row names are the same at every scale (L=12 at the paper scale, 4 at cpu and smoke). The paper: splitting the L layers into N groups of size M, each group sharing its parameters, "smaller M
-performs better but grows the parameter count a lot"; it prints no table, so the paper columns are empty.
+Row names are the same at every scale (L=12 at the paper scale, 4 at cpu and smoke). The paper: splitting the L
+layers into N groups of size M, each group sharing its parameters, "smaller M performs better but grows the
+parameter count a lot"; it prints no table, so the paper columns are empty.
 """
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter

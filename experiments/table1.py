@@ -10,7 +10,8 @@ I=2048, 12 layers) is the slowest.' Table 2 (experiments/table2.py) fine-tunes t
 from albert_jax.ablations.registry import SHORT_CPU, Experiment, Row, sized
 from albert_jax.ablations.sweep import config_getter
 
-MODELS = {  # name -> H, L, E, sharing, heads, Table 1 params, Table 2 (SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg, Speedup)
+# name -> H, L, E, sharing, heads, Table 1 params, Table 2 (SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE, Avg, Speedup)
+MODELS = {
     "BERT base": (768, 12, 768, "none", 12, "108M", ("90.4/83.2", "80.4/77.6", 84.5, 92.8, 68.2, 82.3, "4.7x")),
     "BERT large": (1024, 24, 1024, "none", 16, "334M", ("92.2/85.5", "85.0/82.2", 86.6, 93.0, 73.9, 85.2, "1.0")),
     "ALBERT base": (768, 12, 128, "all", 12, "12M", ("89.3/82.3", "80.0/77.1", 81.6, 90.3, 64.0, 80.1, "5.6x")),

@@ -18,6 +18,7 @@ import numpy as np
 
 from albert_jax.ablations import stats
 from albert_jax.training import rundir
+from albert_jax.tasks.pretraining.records import decode_record
 from albert_jax.training.examples import BEST_EXAMPLES_FILE, EXAMPLES_FILE, load_examples
 
 INTRINSIC = ("eval/mlm_accuracy", "eval/nsp_accuracy", "eval/sop_accuracy")
@@ -136,9 +137,8 @@ def mlm_majority(pre: Path) -> float | None:
     shards = ((cfg or {}).get("data") or {}).get("eval_shards", {}).get("sop")
     if not shards or not all(Path(s).is_file() for s in shards):
         return None
-    import grain
+    import grain  # noqa: PLC0415  heavy: grain
 
-    from albert_jax.tasks.pretraining.records import decode_record
     source = grain.sources.ArrayRecordDataSource(shards)
     counts: Counter = Counter()
     for i in range(len(source)):

@@ -77,7 +77,8 @@ def plot_panels(curves: dict[str, dict[str, list[tuple[int, float]]]], metrics: 
             points = by_metric.get(metric) or []
             if points:
                 steps, values = zip(*sorted(points))
-                ax.plot(steps, values, marker="o" if len(points) < 30 else None, markersize=3, label=name, color=f"C{k}")
+                ax.plot(steps, values, marker="o" if len(points) < 30 else None, markersize=3, label=name,
+                        color=f"C{k}")
             else:
                 ax.plot([], [], label=f"{name} (not run)", color=f"C{k}")
         if chance and metric in chance:

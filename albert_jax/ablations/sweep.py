@@ -34,6 +34,9 @@ from albert_jax.ablations import registry
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
 from albert_jax.configs import schema
 from albert_jax.configs.arguments import Arg, Derived, parse_args
+from albert_jax.configs.loader import jsonable, load_config
+from albert_jax.configs.overrides import apply_overrides
+from albert_jax.runs import validate
 from albert_jax.training import rundir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
@@ -53,9 +56,6 @@ class Stage:
     after: Path | None = None  # the workdir of the stage this one reads (its init or warm start): runs first
 
     def config(self):
-        from albert_jax.configs.loader import load_config
-        from albert_jax.configs.overrides import apply_overrides
-
         c = load_config(self.spec)
         apply_overrides(c, self.sets)
         return c
@@ -78,7 +78,8 @@ class Stage:
         if self.kind == "pretrain":
             step = rundir.latest_step(self.workdir / rundir.CHECKPOINTS)
             return f"step {step or 0}/{c.train.num_train_steps}"
-        seeds = sum((rundir.seed_dir(self.workdir, c.train.seed + i) / rundir.RESULTS).is_file() for i in range(c.num_seeds))
+        seeds = sum((rundir.seed_dir(self.workdir, c.train.seed + i) / rundir.RESULTS).is_file()
+                    for i in range(c.num_seeds))
         return f"{seeds}/{c.num_seeds} seeds"
 
 
@@ -101,8 +102,6 @@ def fingerprint(stage: Stage) -> str:
     asks for), the settings that change only speed (remat, length bucketing: both exact) and, at their defaults,
     the fields added since fingerprints existed or never written by the experiment files (schema.fingerprint_omits:
     the loader fills those in)."""
-    from albert_jax.configs.loader import jsonable
-
     c = jsonable(stage.config())
     for key in ("arg", "num_seeds"):
         c.pop(key, None)
@@ -206,7 +205,7 @@ def random_init_sets(pretrain: Stage) -> list[str]:
     protocol's own) and vocab_size (the tokenizer's). The tokenizer is the corpus's cached SentencePiece model,
     the very file each pretraining run copies, so rows of one architecture have identical random-init stages and
     the sweep trains one and links the others."""
-    from albert_jax.tasks.pretraining.input import tokenizer_model_path
+    from albert_jax.tasks.pretraining.input import tokenizer_model_path  # noqa: PLC0415  heavy: tfds, grain, jax
 
     c = pretrain.config()
     knobs = schema.FINETUNE_MODEL_KNOBS
@@ -257,8 +256,9 @@ def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Itera
             sets = random_init_sets(stages[0])
             for task in exp.finetune:
                 spec = f"{exp_dir / 'finetune.py'}:task={task},init=random,scale={scale}"
-                stages.append(Stage("finetune", f"finetune-{task}{RANDOM_SUFFIX}", d / f"finetune-{task}{RANDOM_SUFFIX}",
-                                    spec, sets + fixed["finetune"] + user["finetune"]))
+                stages.append(Stage("finetune", f"finetune-{task}{RANDOM_SUFFIX}",
+                                    d / f"finetune-{task}{RANDOM_SUFFIX}", spec,
+                                    sets + fixed["finetune"] + user["finetune"]))
         plans.append(RowPlan(exp.name, scale, row, d, stages))
     return plans
 
@@ -267,8 +267,6 @@ def check(plans: list[RowPlan]) -> None:
     """Every stage's whole config validated before anything runs (a bad setting fails in seconds, not rows later).
 
     A fine-tuning stage's init source does not exist yet, so only its own fields are checked here."""
-    from albert_jax.runs import validate
-
     for p in plans:
         for s in p.stages:
             try:
@@ -311,8 +309,8 @@ def write_row_json(p: RowPlan, state: dict) -> None:
 def run_stage(stage: Stage) -> int | None:
     """Runs (or resumes) one stage in this process; None when it finished, else the signal that stopped it (0
     when it ended unfinished without one)."""
-    from albert_jax.runs.finetune import finetune
-    from albert_jax.runs.pretrain import pretrain
+    from albert_jax.runs.finetune import finetune  # noqa: PLC0415  heavy: jax, flax
+    from albert_jax.runs.pretrain import pretrain  # noqa: PLC0415  heavy: jax, flax
 
     config = stage.config()
     stage.workdir.parent.mkdir(parents=True, exist_ok=True)
@@ -363,7 +361,7 @@ def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overr
                   random_init: bool | None = None, tasks: list[str] | None = None) -> dict:
     """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
-        from albert_jax import sharding
+        from albert_jax import sharding  # noqa: PLC0415  heavy: jax
 
         sharding.init_distributed()
     exp = registry.get(experiment, experiments_dir).with_tasks(tasks)
@@ -395,7 +393,7 @@ def submit(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan
            reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None,
            tasks: list[str] | None = None) -> list[dict]:
     """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
-    import submitit
+    import submitit  # noqa: PLC0415  heavy: submitit
 
     folder = Path(runs) / exp.name / scale / "_jobs" / "%j"
     if launcher == "slurm":

@@ -21,6 +21,9 @@ from albert_jax.ablations import evidence
 from albert_jax.ablations import registry
 from albert_jax.ablations import stats
 from albert_jax.ablations import sweep
+from albert_jax.config import AlbertConfig, model_from_section
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
 from albert_jax.configs.schema import ADDED_DEFAULTS
 from albert_jax.training import rundir
 
@@ -36,10 +39,6 @@ def read_metrics(workdir: Path) -> list[dict]:
 
 def paper_scale_params(exp: registry.Experiment, row_name: str) -> int | None:
     """Our exact count (encoder + pooler, heads apart, V=30000) of the row's architecture at the paper's scale."""
-    from albert_jax.config import model_from_section
-    from albert_jax.configs.loader import load_config
-    from albert_jax.configs.overrides import apply_overrides
-
     rows = {r.name: r for r in exp.rows_at("paper")}
     if row_name not in rows:
         return None
@@ -82,8 +81,7 @@ def collect(exp: registry.Experiment, scale: str, runs) -> list[dict[str, Any]]:
     """One record per row: what the table prints, read from disk. Besides the medians, each record carries its
     estimates with intervals (`est`), its samples, its paired differences to the reference row (`diff`), the
     random-init fine-tuning of its architecture (`random`) and ours minus that (`vs_random`)."""
-    from albert_jax.config import AlbertConfig
-    from albert_jax.tasks.registry import make_task
+    from albert_jax.tasks.registry import make_task  # noqa: PLC0415  heavy: grain, jax
 
     out = []
     for p in sweep.plan(exp, scale, runs):
@@ -152,7 +150,7 @@ def with_found_tasks(exp: registry.Experiment, scale: str, runs) -> registry.Exp
     for row in exp.rows_at(scale):
         for d in sweep.row_directory(Path(runs), exp.name, scale, row).glob("finetune-*"):
             found.add(re.sub(rf"(-seed-\d+|{re.escape(evidence.RANDOM_SUFFIX)})$", "", d.name[len("finetune-"):]))
-    from albert_jax.tasks.registry import TASKS
+    from albert_jax.tasks.registry import TASKS  # noqa: PLC0415  heavy: grain, jax
 
     return exp.with_tasks(sorted(t for t in found if t in TASKS))
 
@@ -355,7 +353,8 @@ def markdown(exp: registry.Experiment, scale: str, records: list[dict]) -> str:
     readings = check_readings(exp, records)
     if readings:
         notes.append("The paper's reading, checked against the intervals:")
-        notes += [f"- {c.statement}: **{verdict}**" + (f" ({words})" if words else "") for c, verdict, words in readings]
+        notes += [f"- {c.statement}: **{verdict}**" + (f" ({words})" if words else "")
+                  for c, verdict, words in readings]
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
     return "\n".join(lines + [""] + notes) + "\n"
@@ -392,8 +391,7 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
     base = ["Baselines: held-out SOP and NSP are balanced, chance = majority = 50.0"]
     first = next((r for r in records if r.get("samples")), None)
     if first is not None:
-        from albert_jax.ablations.evidence import mlm_majority
-        m = mlm_majority(Path(first["directory"]) / "pretrain")
+        m = evidence.mlm_majority(Path(first["directory"]) / "pretrain")
         if m is not None:
             base.append(f"MLM majority (the commonest masked token every time) = {100 * m:.1f}")
     for t in exp.finetune:
@@ -410,7 +408,8 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
             arch = twin_label(r["arch"], records)
             if (arch, t) not in shown:
                 shown.add((arch, t))
-                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
+                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} "
+                           f"({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
             d = r["vs_random"].get(t)
             if d is not None:
                 out.append(f"- {r['row']} − random init on {t}: {_signed(d)}")
@@ -470,7 +469,7 @@ def build(exp: registry.Experiment, scale: str, runs, out_dir=None, plots: bool 
     (out / "table.md").write_text(text, encoding="utf-8")
     files = [out / "table.md", write_csv(exp, records, out / "table.csv")]
     if plots:
-        from albert_jax.ablations import plots as plotting
+        from albert_jax.ablations import plots as plotting  # noqa: PLC0415  heavy: matplotlib
 
         seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
         caption = (f"{exp.name}, {scale} scale, {'/'.join(map(str, seeds)) or '?'} pretraining seed(s)")

@@ -1,9 +1,18 @@
 """What every training command shares: loading the experiment config and applying `--set` overrides."""
 from __future__ import annotations
 
+import json
 import logging
+import signal
 import sys
 import warnings
+from pathlib import Path
+
+import ml_collections
+
+from albert_jax.configs.loader import load_config
+from albert_jax.configs.overrides import apply_overrides
+from albert_jax.training import rundir
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -31,9 +40,6 @@ def setup_logging(level: str) -> None:
 
 
 def load_experiment(spec: str, overrides):
-    from albert_jax.configs.loader import load_config
-    from albert_jax.configs.overrides import apply_overrides
-
     config = load_config(spec)
     apply_overrides(config, overrides)
     return config
@@ -52,9 +58,6 @@ def stopped_status(signum: int | None) -> int:
 def interrupted(command: str, result: dict, workdir: str) -> int:
     """For a run a signal stopped: one line on stderr, its results JSON on stdout with "finished": false, and the
     exit status that says so."""
-    import json
-    import signal
-
     where = f"seed {result['seed']}, " if "seed" in result else ""
     signum = result.get("signal")
     name = signal.Signals(signum).name if signum else "a signal"
@@ -68,12 +71,6 @@ def interrupted(command: str, result: dict, workdir: str) -> int:
 def recorded_config(workdir):
     """The experiment config a run recorded in its config.json; for a fine-tuning workdir, its first seed's (which
     holds the base seed: seed-<s> records train.seed = s)."""
-    from pathlib import Path
-
-    import ml_collections
-
-    from albert_jax.training import rundir
-
     path = Path(workdir)
     if not (path / rundir.CONFIG).is_file():
         seeds = rundir.seed_dirs(path) if path.is_dir() else {}
@@ -90,8 +87,6 @@ def recorded_config(workdir):
 def run_config(args):
     """(config, workdir) of a training command: `--config` + `--workdir`, or `--resume WORKDIR` (the config that
     run recorded, so a resume needs no retyped --set); `--set` applies on top of either."""
-    from albert_jax.configs.overrides import apply_overrides
-
     if args.resume:
         if args.config:
             raise ValueError("--resume reads the config the run recorded: drop --config (add --set to change a field)")

@@ -7,12 +7,15 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from albert_jax.cli.common import load_experiment
+from albert_jax.config import FIELD_CHOICES as choices
+from albert_jax.config import AlbertConfig
+from albert_jax.configs import overrides, schema
+from albert_jax.configs.arguments import declared_args, help_text
+from albert_jax.configs.loader import find_config_file, load_module
+
 
 def _model_rows(section) -> list[dict]:
-    from albert_jax.config import FIELD_CHOICES as choices
-    from albert_jax.config import AlbertConfig
-    from albert_jax.configs import overrides, schema
-
     types = overrides.field_types(AlbertConfig)
     rows = []
     for f in dataclasses.fields(AlbertConfig):
@@ -30,8 +33,6 @@ def _model_rows(section) -> list[dict]:
 def field_rows(config) -> list[dict]:
     """One row per field the config's driver reads (declared ones the config leaves out read their default), then
     any field the config holds that no driver reads."""
-    from albert_jax.configs import schema
-
     kind = config.get("experiment", "")
     sections = schema.PRETRAIN if kind == "pretrain" else {**schema.FINETUNE, **(
         {"distill": schema.DISTILL} if "distill" in config else {})}
@@ -62,8 +63,6 @@ def field_rows(config) -> list[dict]:
 
 
 def _show(args) -> int:
-    from albert_jax.cli.common import load_experiment
-
     rows = field_rows(load_experiment(args.spec, args.set or []))
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
@@ -78,9 +77,6 @@ def _show(args) -> int:
 
 
 def _args(args) -> int:
-    from albert_jax.configs.arguments import declared_args, help_text
-    from albert_jax.configs.loader import find_config_file, load_module
-
     path = args.file.partition(":")[0]
     declared = declared_args(load_module(find_config_file(path)))
     if not declared:

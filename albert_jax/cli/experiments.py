@@ -1,11 +1,11 @@
 """`albert-jax experiments list|show NAME`: the registry of named experiments (experiments/*.py)."""
 from __future__ import annotations
 
+from albert_jax.ablations import registry
+
 
 def _list(args) -> int:
-    from albert_jax.ablations.registry import load_registry
-
-    for name, exp in load_registry(args.experiments_dir).items():
+    for name, exp in registry.load_registry(args.experiments_dir).items():
         rows = len(exp.rows_at("paper"))
         tasks = ", ".join(exp.finetune) or "intrinsic only"
         print(f"{name:24s} {rows:2d} rows  {exp.title}  [{tasks}]  ({exp.source})")
@@ -13,7 +13,7 @@ def _list(args) -> int:
 
 
 def _show(args) -> int:
-    from albert_jax.ablations import registry, sweep
+    from albert_jax.ablations import sweep  # noqa: PLC0415  CLI start (numpy)
 
     exp = registry.get(args.name, args.experiments_dir)
     print(f"{exp.name}: {exp.title}  ({exp.source})")

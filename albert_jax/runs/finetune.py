@@ -28,14 +28,18 @@ from flax import linen as nn
 
 from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
+from albert_jax.data.weights import fetch_minilm
+from albert_jax.interop import hf
 from albert_jax.runs import validate
+from albert_jax.runs.pretrain import init_distributed, params_from_workdir, read_run_config
 from albert_jax.configs import schema
 from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.tasks.early_exit import with_head
-from albert_jax.tasks.registry import make_task, task_of_run
+from albert_jax.tasks.registry import label_names, make_task, task_of_run
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import examples, loop, rundir
 from albert_jax.training import state as st
+from albert_jax.training import workdir as wdir
 
 log = logging.getLogger("albert_jax.finetune")
 
@@ -78,8 +82,6 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
     step=None reads best/ (the best dev checkpoint) when there is one, else the latest of checkpoints/; a given
     step is read from checkpoints/, or from best/ when that is where it is. `sharding` as in
     `checkpoints.restore_params_only`."""
-    from albert_jax.runs.pretrain import read_run_config
-
     path = Path(workdir)
     run_cfg = read_run_config(str(path))
     cfg, task_info = AlbertConfig.from_dict(run_cfg["model"]), run_cfg.get("task", {})
@@ -99,8 +101,6 @@ def finetuned_params(workdir, step: int | None = None, sharding=None) -> tuple[i
 
 
 def _workdir_source(path: Path, step: int | None) -> InitSource:
-    from albert_jax.runs.pretrain import params_from_workdir, read_run_config
-
     run_cfg = read_run_config(str(path))
     cfg = AlbertConfig.from_dict(run_cfg["model"])
     task_info = run_cfg.get("task", {"name": "pretrain"})
@@ -140,7 +140,6 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
     if spec == "random":
         return InitSource("random", spec, None)
     if spec == "minilm":
-        from albert_jax.data.weights import fetch_minilm
         path = fetch_minilm() / "model"
         if not path.is_dir():
             path = fetch_minilm()
@@ -156,7 +155,6 @@ def resolve_init(spec: str, step: int | None = None) -> InitSource:
                                               or "experiment" in _init_json(path / rundir.CONFIG)):
         return _workdir_source(path, step)  # ours (an "experiment" section), with or without a checkpoint yet
     if (path / "config.json").is_file():  # a HuggingFace directory (its own layout, not a run of ours)
-        from albert_jax.interop import hf
         model_type = _init_json(path / "config.json").get("model_type")
         if model_type == "albert":
             cfg, params = hf.load_hf_pretrained(path, drop_task_head=True)  # the encoder; its head: adopt_hf_head
@@ -245,8 +243,6 @@ def _reorder_head(head: dict, order: list[int]) -> dict:
 def head_labels(task) -> list[str] | None:
     """The names of a task's outputs, in order (a tagging task's tags, a classifier's label names), or None where
     it has none that mean anything (regression, spans, multiple choice, HF's generic LABEL_<i>)."""
-    from albert_jax.tasks.registry import label_names
-
     if getattr(task, "tags", None) is not None:
         return [str(t) for t in task.tags]
     n = getattr(task, "num_labels", None)
@@ -280,8 +276,6 @@ def adopt_hf_head(task, src: InitSource, reset_head: bool) -> None:
     h = src.hf_head
     if h is None or reset_head:
         return
-    from albert_jax.tasks.registry import label_names
-
     kind = type(task).__name__
     n = getattr(task, "num_labels", None)
     names = None
@@ -441,9 +435,6 @@ def _stopped(result, num_train_steps: int) -> dict:
 def finetune(config, workdir: str, make_run_task: Callable | None = None, kind: str = "finetune") -> dict:
     """Fine-tune `config.task`; `make_run_task(task, model_cfg) -> task` may wrap the task first (distillation
     does: runs/distill.py, kind='distill'), everything else is the same core."""
-    from albert_jax.runs.pretrain import init_distributed
-    from albert_jax.training import workdir as wdir
-
     validate.validate(config, "finetune", workdir)  # the whole config, in seconds, before any data is read
     wdir.claim_kind(workdir, kind)  # not a pretraining run's workdir
     validate.resolve_paths(config, "finetune")  # recorded absolute: a resume from another directory finds them

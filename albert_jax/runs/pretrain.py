@@ -13,6 +13,7 @@ from flax import linen as nn
 from albert_jax import sharding as shd
 from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.configs import schema
+from albert_jax.modeling import init_tricks
 from albert_jax.runs import validate
 from albert_jax.tasks.pretraining.task import PretrainingTask
 from albert_jax.training import checkpoints as ckpt
@@ -52,8 +53,6 @@ def task_and_model(config, vocab_size: int) -> tuple[PretrainingTask, AlbertConf
 def warm_start_params(source_workdir: str, mode: str, model_cfg):
     """Parameters from another run's latest checkpoint: 'copy' (same model), 'group0' (every group or layer
     from the shared set: the official --init_from_group0) or 'deeper' (stack a shallower model's layers)."""
-    from albert_jax.modeling import init_tricks
-
     step, src_cfg, params = params_from_workdir(source_workdir)
     log.info("initialising from %s step %d (%s)", source_workdir, step, mode)
     if mode == "copy":
@@ -77,7 +76,7 @@ def init_distributed(config) -> None:
 
 
 def pretrain(config, workdir: str) -> dict[str, float]:
-    from albert_jax.tasks.pretraining import input as pretrain_input  # imports tfds/grain only when training
+    from albert_jax.tasks.pretraining import input as pretrain_input  # noqa: PLC0415  heavy: tfds, grain
 
     validate.validate(config, "pretrain", workdir)  # the whole config, in seconds, before any data is built
     wdir.claim_kind(workdir, "pretrain")  # not a fine-tuning run's workdir

@@ -27,8 +27,11 @@ from typing import Any
 
 from albert_jax.config import AlbertConfig, ConfigError
 from albert_jax.configs import schema
+from albert_jax.configs.overrides import field_types
 from albert_jax.configs.scales import DEFAULT_VOCAB
 from albert_jax.configs.schema import Field
+from albert_jax.data.corpora import PRETRAIN_SPLITS
+from albert_jax.tasks.from_files import is_task_file
 from albert_jax.training import rundir
 
 log = logging.getLogger("albert_jax.config")
@@ -123,8 +126,6 @@ def _model_field_name(message: str) -> str:
 def check_model_section(section, vocab_size: int, fields=None) -> AlbertConfig:
     """The model section as an AlbertConfig (only `fields` of it when given: the rest from the defaults), with
     every field's type checked and AlbertConfig's own validation; errors name `model.<field>`."""
-    from albert_jax.configs.overrides import field_types
-
     if not hasattr(section, "keys"):
         raise ConfigError("the config has no 'model' section")
     types = field_types(AlbertConfig)
@@ -210,7 +211,7 @@ def resolve_paths(config, kind: str) -> None:
 # ------------------------------------------------------------------------------------------------ corpora
 def pretraining_corpora() -> dict[str, tuple[str, ...] | None]:
     """Our pretraining corpora and their config names (None: any name, text_corpus/<name>)."""
-    from albert_jax.data import builders
+    from albert_jax.data import builders  # noqa: PLC0415  heavy: tfds
 
     return {"albert_pretrain_en": tuple(c.name for c in builders.AlbertPretrainEn.BUILDER_CONFIGS),
             "albert_pretrain_zh": tuple(c.name for c in builders.AlbertPretrainZh.BUILDER_CONFIGS),
@@ -219,7 +220,7 @@ def pretraining_corpora() -> dict[str, tuple[str, ...] | None]:
 
 def check_corpus_name(corpus: str) -> None:
     """data.corpus must name one of our pretraining corpora (with a known config) or a TFDS catalog dataset."""
-    from albert_jax.data import builders
+    from albert_jax.data import builders  # noqa: PLC0415  heavy: tfds
 
     ours = pretraining_corpora()
     base, _, cfg = corpus.partition("/")
@@ -338,7 +339,7 @@ def _check_chinese(c: _Checker, d, tokenizer_vocab: int) -> int:
             c.warn(f"data.spm_model={d.spm_model!r} has no effect: data.tokenizer_kind=wordpiece (set "
                    "data.wordpiece_vocab to use a given vocab.txt)")
         if vocab:
-            from albert_jax.data.wordpiece import WordPieceTokenizer
+            from albert_jax.data.wordpiece import WordPieceTokenizer  # noqa: PLC0415  CLI start (numpy)
             if not os.path.isfile(vocab):
                 raise ConfigError(f"data.wordpiece_vocab={vocab!r} does not exist (a vocab.txt, one token per line)")
             try:
@@ -369,7 +370,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
     _check_mesh(config.mesh)
 
     # data: the same rules the instance writer applies, named as the user sets them
-    from albert_jax.tasks.pretraining.instances import PretrainingConfig
+    from albert_jax.tasks.pretraining.instances import PretrainingConfig  # noqa: PLC0415  heavy: sentencepiece
     try:
         PretrainingConfig.from_data(d)
     except ValueError as e:
@@ -377,7 +378,6 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
 
     _check_packing(c, d)
     check_corpus_name(d.corpus)
-    from albert_jax.data.corpora import PRETRAIN_SPLITS
     default_held_out = dict(PRETRAIN_SPLITS)["validation"]
     if d.corpus.startswith("text_corpus/"):
         check_corpus_paths(d.corpus_paths)
@@ -399,7 +399,7 @@ def _validate_pretrain(c: _Checker, workdir: str | None) -> None:
 
     tokenizer_vocab = d.vocab_size
     if d.spm_model:
-        from albert_jax.data import tokenization
+        from albert_jax.data import tokenization  # noqa: PLC0415  heavy: sentencepiece
         if os.path.isdir(d.spm_model):
             raise ConfigError(f"data.spm_model={d.spm_model!r} is a directory; pass the .model file")
         if not os.path.isfile(d.spm_model):
@@ -455,21 +455,20 @@ def _validate_finetune(c: _Checker, workdir: str | None) -> None:
                               "workdir, e.g. runs/ft_teacher/seed-0)")
     _check_train(c, config.train)
     _check_mesh(config.mesh)
-    from albert_jax.tasks.from_files import is_task_file
-    from albert_jax.tasks.registry import TASKS
+    from albert_jax.tasks.registry import TASKS  # noqa: PLC0415  heavy: grain, jax
 
     if not is_task_file(config.task) and config.task not in TASKS:
         raise ConfigError(f"task={config.task!r}: unknown task{near(config.task, TASKS)}; see "
                           "albert_jax/tasks/registry.py or docs/finetuning.md for the list")
-    from albert_jax.tasks.early_exit import unsupported
-    from albert_jax.tasks.registry import make_task
+    from albert_jax.tasks.early_exit import unsupported  # noqa: PLC0415  heavy: grain, jax
+    from albert_jax.tasks.registry import make_task  # noqa: PLC0415  heavy: grain, jax
 
     why = unsupported(make_task(config.task)) if config.head != "default" else None
     if why:
         raise ConfigError(f"head={config.head}: {why}")
     d = config.data
     if "buckets" in d:
-        from albert_jax.data.bucketing import BucketError, bucket_lengths
+        from albert_jax.data.bucketing import BucketError, bucket_lengths  # noqa: PLC0415  CLI start (numpy)
         try:
             bucket_lengths(d.max_seq_length, d.buckets)
         except BucketError as e:
@@ -523,7 +522,7 @@ def check_devices(config, num_devices: int | None = None, num_processes: int | N
     """The mesh fits the devices and the batch splits evenly over its batch shards (mesh.data x mesh.fsdp) and
     over the processes (each reads its own share)."""
     if num_devices is None or num_processes is None:
-        import jax
+        import jax  # noqa: PLC0415  heavy: jax
         num_devices = jax.device_count() if num_devices is None else num_devices
         num_processes = jax.process_count() if num_processes is None else num_processes
     m = config.mesh

@@ -93,7 +93,8 @@ def check_resume(config, workdir: str) -> None:
     recorded = wdir.read_record(workdir)
     if recorded is None or "experiment" not in recorded:
         return
-    wdir.reconcile(workdir, {"experiment": recorded["experiment"]}, {"experiment": json.loads(json.dumps(jsonable(config)))},
+    wdir.reconcile(workdir, {"experiment": recorded["experiment"]},
+                   {"experiment": json.loads(json.dumps(jsonable(config)))},
                    allow_changed_schedule=bool(config.train.allow_changed_schedule), at_step=None)
 
 

@@ -17,6 +17,7 @@ import time
 from typing import Any, Mapping, TextIO
 
 import numpy as np
+from tqdm import tqdm
 
 from albert_jax.training import rundir
 
@@ -57,7 +58,7 @@ def peak_flops_per_device(device_kind: str | None = None, override: float | None
         except ValueError as e:
             raise ValueError(f"${PEAK_FLOPS_ENV}={env!r}: expected a positive FLOP/s number like 157e9 ({e})") from None
     if device_kind is None:
-        import jax
+        import jax  # noqa: PLC0415  heavy: jax
 
         device_kind = jax.devices()[0].device_kind
     kind = device_kind.lower().strip()
@@ -117,7 +118,7 @@ def _summary_writer():
     if hidden:
         sys.modules["torch"] = None  # `import torch` raises ImportError: tensorboardX takes its numpy-only path
     try:
-        from tensorboardX import SummaryWriter
+        from tensorboardX import SummaryWriter  # noqa: PLC0415  heavy: tensorboardX, imported with torch hidden
     finally:
         if hidden and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
@@ -135,7 +136,7 @@ class MetricWriter:
     def __init__(self, workdir: str | os.PathLike, *, filename: str = rundir.METRICS, tensorboard: bool = True,
                  enabled: bool | None = None):
         if enabled is None:
-            import jax
+            import jax  # noqa: PLC0415  heavy: jax
 
             enabled = jax.process_index() == 0
         self.enabled = enabled
@@ -287,11 +288,9 @@ def progress_bar(total: int, initial: int = 0, desc: str = "train", stream: Text
 
     Logs redirected to a file then hold the metric lines, not carriage-return noise.
     """
-    from tqdm import tqdm
-
     stream = sys.stdout if stream is None else stream
     if enabled is None:
-        import jax
+        import jax  # noqa: PLC0415  heavy: jax
 
         enabled = jax.process_index() == 0
     is_tty = hasattr(stream, "isatty") and stream.isatty()

@@ -8,12 +8,13 @@
 - `reconcile(old, new, ...)`: a resume compares the run's recorded config.json with the new one before anything
   is written. A changed model, task or data (role `identity` in configs/schema.py) is refused with the differing
   fields listed; a changed schedule (role `schedule`: steps, learning rate, warmup, batch, accumulation, weight
-  decay) only with `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes` list. Fields
-  that only say how the run is watched or laid out (logging, eval and checkpoint cadence, mesh, versions) may
-  change freely and are recorded too.
+  decay) only with `train.allow_changed_schedule=true`, and every change is appended to config.json's `changes`
+  list. Fields that only say how the run is watched or laid out (logging, eval and checkpoint cadence, mesh,
+  versions) may change freely and are recorded too.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import errno
 import fcntl
@@ -25,7 +26,9 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
+from albert_jax.config import AlbertConfig
 from albert_jax.configs import schema
 from albert_jax.training import rundir
 
@@ -105,7 +108,6 @@ def lock(workdir: str) -> WorkdirLock:
         except WorkdirError as e:
             error = e
     if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
         ok = int(multihost_utils.broadcast_one_to_all(np.int32(error is None)))
         if not ok and error is None:
             error = WorkdirError(f"{workdir} is in use by another run (process 0 could not lock {lk.path})")
@@ -175,10 +177,6 @@ def kind_of(key: str) -> str:
 def _model_default(key: str) -> Any:
     """The value a model field has when a record predates it: its AlbertConfig default (a field is only ever
     added with a default that keeps the old behaviour, e.g. `sharing_map=""`), else None."""
-    import dataclasses
-
-    from albert_jax.config import AlbertConfig
-
     if key in ADDED_DEFAULTS:
         return ADDED_DEFAULTS[key]
     if key.startswith(("model.", "experiment.model.")):

@@ -18,6 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
+import grain
 import numpy as np
 from etils import epath
 
@@ -25,6 +26,10 @@ from albert_jax.data import input_pipeline
 from albert_jax.data import tokenization
 from albert_jax.tasks.pretraining import instances as ptd
 from albert_jax.data import builders, cache_lock, fetch
+from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
+from albert_jax.tasks.features import Features, eval_batches
+from albert_jax.tasks.pretraining import packing
+from albert_jax.tasks.pretraining.beam import TfdsRecords
 from albert_jax.tasks.pretraining.task import BATCH_KEYS
 
 log = logging.getLogger("albert_jax.pretrain")
@@ -81,9 +86,7 @@ TFDS_PREFIX = "tfds:"  # a "shard" naming a Beam-built TFDS directory (tasks/pre
 
 def records_source(shards: list[str]):
     """A random-access source of our record bytes: our ArrayRecord shards, or a Beam-built TFDS directory."""
-    import grain
     if len(shards) == 1 and shards[0].startswith(TFDS_PREFIX):
-        from albert_jax.tasks.pretraining.beam import TfdsRecords
         return TfdsRecords(shards[0][len(TFDS_PREFIX):])
     return grain.sources.ArrayRecordDataSource(shards)
 
@@ -125,7 +128,6 @@ class PretrainData:
 
     def packed_source(self, source):
         """The rows of the packing plan over `source` (the train records), planned once from their sizes."""
-        from albert_jax.tasks.pretraining import packing
         p = self.packing
         sizes = packing.record_sizes(self.train_shards, source).astype(np.int64)
         if self.masking == "dynamic":  # records hold no masks yet: the most mask_record can draw for each
@@ -140,7 +142,6 @@ class PretrainData:
         return packing.PackedSource(source, order, starts)
 
     def _packed_transform(self):
-        from albert_jax.tasks.pretraining import packing
         p = self.packing
         args = (p["max_seq_length"], p["max_predictions"], p["max_examples"])
         if self.masking == "static":
@@ -176,8 +177,6 @@ class PretrainData:
     def eval_iterator(self, task: str, batch_size: int, sharding):
         """The balanced eval set (`eval_order`), the last batch padded with weight-0 rows: a set smaller than one
         batch (a small corpus's validation split) is still measured, and every example counts once."""
-        from albert_jax.tasks.features import Features, eval_batches
-
         source = records_source(self.eval_shards[task])
         order = self.eval_order(task)
 
@@ -288,7 +287,6 @@ def corpus_tokenizer(d, texts: dict | None = None):
     corpus, kind, vocab size and case; benchmarks use it too): SentencePiece, or a BERT-Chinese style WordPiece
     vocabulary with data.tokenizer_kind=wordpiece (docs/chinese.md)."""
     if tokenizer_kind(d) == "wordpiece":
-        from albert_jax.data.wordpiece import WordPieceTokenizer, train_wordpiece
         path = tokenizer_model_path(d)
         if d.wordpiece_vocab:
             return WordPieceTokenizer(path, lower=d.lower)
@@ -415,8 +413,9 @@ def prepare(config) -> PretrainData:
     evals, heldout = {}, heldout_text(d, texts)
     for task in ("sop", "nsp"):
         cfg = ptd.PretrainingConfig.from_data(d, dupe_factor=1, task=task, masking="static")
-        evals[task] = _instances(heldout, tokenizer, root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}",
-                                 cfg, d.seed + 1)
+        evals[task] = _instances(heldout, tokenizer,
+                                 root / f"heldout-{task}-{_digest([dataclasses.asdict(cfg), tok_id])}", cfg,
+                                 d.seed + 1)
     summary = {"corpus": d.corpus, "max_docs_per_source": max_docs, "vocab_size": tokenizer.vocab_size,
                "tokenizer": tokenizer_kind(d), "zh_masking": zh_masking, "train_shards": train, "eval_shards": evals,
                "pretraining": dataclasses.asdict(train_cfg)}
