@@ -113,3 +113,13 @@ def add_run_arguments(p, example: str) -> None:
     p.add_argument("--log-level", default="INFO",
                    help="DEBUG, INFO, WARNING or ERROR, for albert_jax's own messages (other libraries log at "
                    "WARNING unless DEBUG)")
+
+
+def add_finetuned_run_arguments(p, batch_help: str) -> None:
+    """What `predict` and `evaluate` both take to pick a fine-tuned checkpoint and run it."""
+    p.add_argument("--workdir", required=True, help="a fine-tuning workdir (its seed-<s>/ directories) or one "
+                   "seed's directory")
+    p.add_argument("--seed", type=int, default=None, help="which seed (default: the best dev score)")
+    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: the seed's best/)")
+    p.add_argument("--batch-size", type=int, default=32, help=f"{batch_help} per forward pass (default: 32)")
+    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (default: WARNING)")

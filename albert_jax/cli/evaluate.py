@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from albert_jax.cli.common import setup_logging
+from albert_jax.cli.common import add_finetuned_run_arguments, setup_logging
 
 
 def _cmd(args) -> int:
@@ -27,11 +27,6 @@ def add_cli(subparsers) -> None:
         "dev checkpoint, unless --seed / --step) and prints the task's metrics as fine-tuning reports them on dev. "
         "FILE is read as a task file's dev split: the task's columns (.tsv/.csv with a header, .jsonl), CoNLL for "
         "tagging, SQuAD JSON for spans; labels by name. docs/finetuning.md, 'Evaluation'.")
-    p.add_argument("--workdir", required=True, help="a fine-tuning workdir (its seed-<s>/ directories) or one "
-                   "seed's directory")
     p.add_argument("--input", required=True, help="the labelled file")
-    p.add_argument("--seed", type=int, default=None, help="which seed (default: the best dev score)")
-    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: the seed's best/)")
-    p.add_argument("--batch-size", type=int, default=32, help="examples per forward pass (default: 32)")
-    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (default: WARNING)")
+    add_finetuned_run_arguments(p, "examples")
     p.set_defaults(func=_cmd)

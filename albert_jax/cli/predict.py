@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from albert_jax.cli.common import setup_logging
+from albert_jax.cli.common import add_finetuned_run_arguments, setup_logging
 from albert_jax.data import user_files
 
 FORMATS = ".txt (one input per line; a pair as two tab-separated texts), .csv/.tsv/.jsonl (the task's text " \
@@ -118,12 +118,7 @@ def add_cli(subparsers) -> None:
         description="Reads FILE, runs the fine-tuned model (the best seed by dev score unless --seed) and writes "
         "one JSON line per input: {id, label, probabilities} (classification, pairs), {id, score} (regression), "
         "{id, words, tags} (tagging) or {id, answer} (spans). docs/finetuning.md, 'Predictions'.")
-    p.add_argument("--workdir", required=True, help="a fine-tuning workdir (its seed-<s>/ directories) or one "
-                   "seed's directory")
     p.add_argument("--input", required=True, help=f"the inputs: {FORMATS}")
     p.add_argument("--output", default="-", help="where the JSON lines go (default: - , stdout)")
-    p.add_argument("--seed", type=int, default=None, help="which seed (default: the best dev score)")
-    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: the seed's best/)")
-    p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default: 32)")
-    p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (default: WARNING)")
+    add_finetuned_run_arguments(p, "inputs")
     p.set_defaults(func=_cmd)
