@@ -91,7 +91,7 @@ def test_an_unknown_argument_is_one_line_listing_the_declared_ones(name):
     ("pretrain.py:embed=wide", "embed='wide': expected a value of type int"),
     ("finetune.py:seeds=0", "seeds=0: must be an integer >= 1"),  # the schema's check of num_seeds
     ("finetune.py:head=tall", "head='tall': must be one of default, pabee"),
-    ("distill.py:temperature=0", "temperature=0.0: must be a finite number > 0.0"),
+    ("distill.py:temperature=0", "temperature=0.0 (sets distill.temperature): must be a finite number > 0.0"),
     ("table4.py:scale=huge", "scale='huge': must be one of smoke, cpu, paper"),
 ])
 def test_a_bad_value_is_one_line_from_the_declaration(spec, message):

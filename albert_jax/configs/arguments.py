@@ -65,7 +65,8 @@ class Arg:
         if field is not None:  # typed and checked as the field it stands for
             value = parse_value(self.name, raw, _KINDS[field.kind], field.nullable)
             if value is not None and field.check is not None and not field.check(value):
-                raise OverrideError(f"{self.name}={value!r}: must be {field.allowed}")
+                sets = f" (sets {self.sets})" if self.sets and self.sets != self.name else ""
+                raise OverrideError(f"{self.name}={value!r}{sets}: must be {field.allowed}")
             return value
         if self.prefix:
             return raw  # model.<field>: typed by AlbertConfig where it is set
