@@ -6,7 +6,8 @@ docs/benchmarks/plan/ (a rerun skips the rows already there), then rendered.
 
 Groups: scan (Table 2's six models on TPU v3 at the paper's batch, 4096 on 512 cores: scanned and unrolled without
 remat, and the paper scale's default; more remat policies for three of them; albert-base on v5e), chips (the six
-Table 2 models on every other chip at batch 4096). The Table 2 prediction reads the scan group's default rows.
+Table 2 models on every other chip at batch 4096). Table 2's prediction is `sweep table2 --plan`
+(docs/benchmarks/plan/table2-sweep-plan.md).
 """
 from __future__ import annotations
 
@@ -21,8 +22,6 @@ OUT = ROOT / "docs" / "benchmarks" / "plan"
 PAPER = "experiments/pretrain.py:scale=paper,preset={}"
 V3 = "tpu:v3:16x16"  # 512 cores (256 chips): the paper's largest slice; batch 4096 is 8 sequences per core
 TABLE2 = ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge")
-PAPER_SPEEDUP = {"bert-base": 4.7, "bert-large": 1.0, "albert-base": 5.6, "albert-large": 1.7, "albert-xlarge": 0.6,
-                 "albert-xxlarge": 0.3}
 # batch 4096 on each chip's slice; GPUs: 8 of them, 16 sequences per GPU per micro-batch (32 micro-batches)
 TIMEOUT = int(os.environ.get("PLAN_TIMEOUT", 900))  # seconds per compile
 CHIP_TARGETS = {"v4": ("tpu:v4:4x4x8", []), "v5e": ("tpu:v5e:16x16", []), "v5p": ("tpu:v5p:4x4x8", []),
@@ -116,18 +115,7 @@ def render() -> str:
         shown = f"**{remat}**" if scan == "scanned" and remat == auto_remat(name) else remat
         ratio = f"{d['flops']['hardware_over_model']:.3f}" if d and d.get("flops") else ""
         out.append(f"| {name} | {target} | {scan} | {shown} | {_cells(d)} | {ratio} |")
-    out += ["", "### Table 2 on TPU v3 (512 cores, batch 4096 = 8 per core; the paper scale's default: scanned, "
-            "remat dots_no_ffn_in)", "",
-            "| model | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | compile s | "
-            "predicted speedup | paper |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     default = {name: _load(f"scan-{name}-v3-scan_true-remat_{auto_remat(name)}") for name in TABLE2}
-    ref = default["bert-large"]
-    for name in TABLE2:
-        d = default[name]
-        speed = "-"
-        if d and ref and d.get("roofline") and ref.get("roofline"):
-            speed = f"{ref['roofline']['step_seconds'] / d['roofline']['step_seconds']:.2f}x"
-        out.append(f"| {name} | {_cells(d)} | {speed} | {PAPER_SPEEDUP[name]}x |")
     out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32; scanned, remat dots_no_ffn_in)", "",
             "| model | target | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | "
             "compile s |", "|---|---|---:|---:|---|---:|---:|---:|"]
