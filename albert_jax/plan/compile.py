@@ -13,6 +13,7 @@ import re
 import time
 from typing import Any
 
+from albert_jax.configs import schema
 from albert_jax.plan import chips as chip_table
 from albert_jax.plan import hlo
 from albert_jax.plan.targets import Target
@@ -82,15 +83,9 @@ class Report:
         return d
 
 
-def run_kind(config) -> str:
-    if "distill" in config:
-        return "distill"
-    return "finetune" if "task" in config and "init" in config else "pretrain"
-
-
 def task_and_model(config) -> tuple[Any, Any]:
     """The task and model the run would train, from its config alone (no data read)."""
-    kind = run_kind(config)
+    kind = schema.kind_of(config)
     if kind == "pretrain":
         from albert_jax.runs.pretrain import task_and_model as pretrain_inputs  # noqa: PLC0415  heavy: jax, optax
         return pretrain_inputs(config, config.data.vocab_size)
@@ -118,7 +113,7 @@ def plan(config, target: Target) -> Report:
     from albert_jax import sharding as shd  # noqa: PLC0415  heavy: jax
     from albert_jax.training import program  # noqa: PLC0415  heavy: jax, optax
 
-    kind = run_kind(config)
+    kind = schema.kind_of(config)
     validate.check_devices(config, num_devices=target.num_devices, num_processes=1)
     task, model_cfg = task_and_model(config)
     t, seq = config.train, int(config.data.max_seq_length)

@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import logging
 
+from albert_jax import sharding as shd
 from albert_jax.config import REMAT_POLICIES
 from albert_jax.plan.compile import DoesNotFit, Report, plan, task_and_model
 
@@ -31,13 +32,10 @@ def _with(config, **fields):
 
 
 def _batch_shards(config, target) -> int:
+    """data x fsdp of the mesh the config asks for on the target's devices (the batch splits over both)."""
     m = config.mesh
-    sizes = {"data": m.data, "fsdp": m.fsdp, "tensor": m.tensor}
-    fixed = 1
-    for v in sizes.values():
-        fixed *= v if v != -1 else 1
-    free = target.num_devices // fixed if -1 in sizes.values() else 1
-    return (sizes["data"] if sizes["data"] != -1 else free) * (sizes["fsdp"] if sizes["fsdp"] != -1 else free)
+    shape = shd.make_mesh(m.data, m.fsdp, m.tensor, devices=target.devices).shape
+    return shape["data"] * shape["fsdp"]
 
 
 def max_batch(config, target, upper: int = 4096) -> tuple[int, list[Report]]:
