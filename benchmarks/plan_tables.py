@@ -116,7 +116,8 @@ def render() -> str:
         ratio = f"{d['flops']['hardware_over_model']:.3f}" if d and d.get("flops") else ""
         out.append(f"| {name} | {target} | {scan} | {shown} | {_cells(d)} | {ratio} |")
     default = {name: _load(f"scan-{name}-v3-scan_true-remat_{auto_remat(name)}") for name in TABLE2}
-    out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32; scanned, remat dots_no_ffn_in)", "",
+    out += ["", "### Every chip at the paper's batch (4096, sequence 512, float32; scanned, remat dots_no_ffn_in, "
+            "mesh: data parallel over every device)", "",
             "| model | target | GiB/device | temporaries GiB | fits | step s (roofline) | days for 125k steps | "
             "compile s |", "|---|---|---:|---:|---|---:|---:|---:|"]
     for name in TABLE2:
