@@ -29,8 +29,7 @@ GPU_MEM_FRACTION = 0.75
 
 CHIPS = {c.name: c for c in (
     # TPU usable memory: the per-device limit in the compiler's own RESOURCE_EXHAUSTED message ("Used X of 15.48G
-    # hbm", binary units), read from forced
-    # out-of-memory compiles with libtpu 0.0.42.1 (shared reference accelerators.md). Peaks and bandwidth: Cloud
+    # hbm", binary units), read from forced out-of-memory compiles with libtpu 0.0.42.1. Peaks and bandwidth: Cloud
     # TPU system-architecture pages, per chip, divided by the devices per chip. On TPU, JAX's default precision
     # multiplies float32 in one bf16 pass, so f32 matmuls run at the bf16 peak.
     # v2: 45 TFLOP/s and 600 GB/s per chip (2 cores, 8 GiB each); cloud.google.com/tpu/docs/v2
