@@ -85,8 +85,11 @@ def test_pretraining_seeds_and_the_random_init_baseline_are_stages_of_every_row(
     plans = sweep.plan(exp, "cpu", tmp_path, seeds=2)
     names = [s.name for s in plans[0].stages]
     assert names == ["pretrain", "finetune-rt_sentiment", "pretrain-seed-1", "finetune-rt_sentiment-seed-1",
-                     "finetune-rt_sentiment-random"]
-    pre0, ft0, pre1, ft1, rnd = plans[0].stages
+                     "finetune-rt_sentiment-random", "finetune-rt_sentiment-random-seed-1"]
+    pre0, ft0, pre1, ft1, rnd, rnd1 = plans[0].stages
+    # A twin per pretraining seed, on fine-tuning seeds of its own: the baseline has as many seeds as its row.
+    assert (rnd.config().train.seed, rnd1.config().train.seed) == (0, sweep.TWIN_SEED_STRIDE)
+    assert rnd1.config().init == "random" and rnd1.config().model == rnd.config().model
     assert (pre0.config().train.seed, pre1.config().train.seed) == (0, 1)
     assert pre0.config().data.seed == pre1.config().data.seed  # the same instances: a seed is init and order
     assert ft1.config().init == str(pre1.workdir) and ft0.config().init == str(pre0.workdir)
@@ -98,6 +101,8 @@ def test_pretraining_seeds_and_the_random_init_baseline_are_stages_of_every_row(
             assert r.model[field] == value, field
     # One architecture, three rows: identical random-init stages, so the sweep trains one and links the others.
     assert len({sweep.fingerprint(p.stages[-1]) for p in plans}) == 1
+    assert len({sweep.fingerprint(p.stages[-2]) for p in plans}) == 1
+    assert sweep.fingerprint(plans[0].stages[-1]) != sweep.fingerprint(plans[0].stages[-2])
     assert len({sweep.fingerprint(p.stages[0]) for p in plans}) == 3
     assert "--seeds 2" in sweep.launch_commands(exp, "cpu", tmp_path, sweep.chains(plans), [], 2)[0]
     assert [s.name for s in sweep.plan(exp, "cpu", tmp_path, random_init=False)[0].stages] == ["pretrain",

@@ -199,6 +199,11 @@ def seed_suffix(seed: int) -> str:
 
 
 
+# Twin k fine-tunes with seeds TWIN_SEED_STRIDE * k + 0, 1, ...: no two twins share a seed below this many
+# fine-tuning seeds.
+TWIN_SEED_STRIDE = 1000
+
+
 def random_init_sets(pretrain: Stage) -> list[str]:
     """The settings that fine-tune the pretraining stage's architecture from random init with its tokenizer: every
     model field of the pretraining config but the fine-tuning knobs (dropout, dtype, scan, remat: the fine-tuning
@@ -220,7 +225,7 @@ def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Itera
     seeds: pretraining seeds per row (train.seed k = 0..seeds-1, each fine-tuned like seed 0; the instances are
     the same, so a seed changes the initialisation and the order of the batches). random_init (default: every
     scale but smoke): each row also fine-tunes its architecture from random init, the baseline that says what
-    pretraining bought."""
+    pretraining bought, once per pretraining seed."""
     if seeds < 1:
         raise SweepError(f"--seeds {seeds}: at least 1")
     random_init = scale != "smoke" if random_init is None else random_init
@@ -253,12 +258,16 @@ def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Itera
                 stages.append(Stage("finetune", f"finetune-{task}{sfx}", d / f"finetune-{task}{sfx}", spec,
                                     fixed["finetune"] + user["finetune"], after=pre.workdir))
         if random_init:
+            # As many random-init twins as pretraining seeds, each with fine-tuning seeds of its own (from
+            # train.seed = TWIN_SEED_STRIDE * k): the twin's interval is then over seeds as the row's is, and a
+            # difference to it compares like with like (issue 48).
             sets = random_init_sets(stages[0])
-            for task in exp.finetune:
-                spec = f"{exp_dir / 'finetune.py'}:task={task},init=random,scale={scale}"
-                stages.append(Stage("finetune", f"finetune-{task}{RANDOM_SUFFIX}",
-                                    d / f"finetune-{task}{RANDOM_SUFFIX}", spec,
-                                    sets + fixed["finetune"] + user["finetune"]))
+            for k in range(seeds):
+                for task in exp.finetune:
+                    spec = f"{exp_dir / 'finetune.py'}:task={task},init=random,scale={scale}"
+                    name = f"finetune-{task}{RANDOM_SUFFIX}{seed_suffix(k)}"
+                    stages.append(Stage("finetune", name, d / name, spec, sets + fixed["finetune"] + user["finetune"]
+                                        + ([f"train.seed={TWIN_SEED_STRIDE * k}"] if k else [])))
         plans.append(RowPlan(exp.name, scale, row, d, stages))
     return plans
 

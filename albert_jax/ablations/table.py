@@ -110,8 +110,8 @@ def collect(exp: registry.Experiment, scale: str, runs) -> list[dict[str, Any]]:
             if ts is not None:
                 rec["samples"][f"ft:{t}"] = ts.samples
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
-            ts_random = evidence.finetune_samples([p.directory / f"finetune-{t}{evidence.RANDOM_SUFFIX}"], metric,
-                                                  scale)
+            twins = evidence.seeded_dirs(p.directory, f"finetune-{t}{evidence.RANDOM_SUFFIX}")  # one per pt seed
+            ts_random = evidence.finetune_samples(twins, metric, scale)
             rec["random"][t] = _finetune_result(ts_random)
             if ts_random is not None:
                 rec["random_samples"][t] = ts_random.samples
@@ -149,7 +149,7 @@ def with_found_tasks(exp: registry.Experiment, scale: str, runs) -> registry.Exp
     found = set()
     for row in exp.rows_at(scale):
         for d in sweep.row_directory(Path(runs), exp.name, scale, row).glob("finetune-*"):
-            found.add(re.sub(rf"(-seed-\d+|{re.escape(evidence.RANDOM_SUFFIX)})$", "", d.name[len("finetune-"):]))
+            found.add(re.sub(rf"({re.escape(evidence.RANDOM_SUFFIX)})?(-seed-\d+)?$", "", d.name[len("finetune-"):]))
     from albert_jax.tasks.registry import TASKS  # noqa: PLC0415  heavy: grain, jax
 
     return exp.with_tasks(sorted(t for t in found if t in TASKS))
