@@ -41,6 +41,7 @@ numpy alone: the percentile bootstrap is a few lines, and scipy.stats.bootstrap 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -318,3 +319,130 @@ def task_mean(per_task: Sequence[tuple[Sequence, Sequence | None, bool]], *, dra
     lo, hi = _interval(stat, level)
     return Estimate(value, lo, hi, min(seeds), min(examples) if per_example_all else 0,
                     "seeds and examples" if per_example_all else "seeds", min(pretraining), stat)
+
+
+# ------------------------------------------------------------------------------------------ many differences
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Which hypotheses Holm's step-down rejects, in input order, keeping the chance of any false rejection in the
+    family at `alpha`: the k-th smallest of m p-values (k from 1) is rejected while p <= alpha / (m - k + 1), and
+    the first that is not stops it (every larger p-value stands, even one below its own threshold)."""
+    order = np.argsort(np.asarray(p_values, dtype=np.float64), kind="stable")
+    out = [False] * len(order)
+    for k, i in enumerate(order):
+        if p_values[i] > alpha / (len(order) - k):
+            break
+        out[i] = True
+    return out
+
+
+def holm_resolved(family: Sequence[Estimate], alpha: float = 0.05) -> list[bool]:
+    """Which of a family of differences stay resolved once tested together (Holm on their bootstrap p-values for
+    "difference = 0"): rejected by Holm and resolved by its own interval, so that adjusting never resolves more.
+    The family is every difference whose resolution a table reports together; leave out the ones not computed.
+    Needs enough draws: see Estimate.p_value's floor."""
+    return [r and e.resolved for r, e in zip(holm([e.p_value() for e in family], alpha), family)]
+
+
+# ------------------------------------------------------------------------------------------ "at the level of"
+EQUIVALENT, DIFFERENT, INCONCLUSIVE = "equivalent", "different", "inconclusive"
+
+
+def equivalence(est: Estimate, margin: float, center: float = 0.0, alpha: float = 0.05) -> str:
+    """Is `est` at `center` (chance, another row's level) within +-`margin`?
+
+    "equivalent": two one-sided tests at `alpha` both reject, i.e. the (1 - 2 alpha) interval (90%) lies inside
+    (center - margin, center + margin);
+    "different": otherwise, the (1 - alpha) interval (95%) excludes `center`;
+    "inconclusive": neither: the data cannot tell (an interval that merely holds the center says nothing more).
+
+    Where both hold (a small but resolved difference, its 90% interval inside the margin), "equivalent" wins: the
+    margin is declared as the smallest difference that matters, so a difference shown to be smaller is "at the
+    level of" the center however well it is resolved (the paper's own "at chance" SOP is 52.0, not 50). The
+    difference itself stays visible as the estimate. A point (one seed, no examples) is "inconclusive"."""
+    if margin <= 0:
+        raise ValueError(f"an equivalence margin must be positive, got {margin}")
+    if est._point:
+        return INCONCLUSIVE
+    lo, hi = est.interval(1 - 2 * alpha)
+    if center - margin < lo and hi < center + margin:
+        return EQUIVALENT
+    lo, hi = est.interval(1 - alpha)
+    return DIFFERENT if lo > center or hi < center else INCONCLUSIVE
+
+
+def balanced_margin(n_examples: int, points: float = 3.0, standard_errors: float = 2.0) -> float:
+    """An equivalence margin (a fraction) for accuracy on a balanced binary set of `n_examples` (the held-out SOP
+    and NSP pairs, chance 50%): `points` points, but never below `standard_errors` standard errors of a proportion
+    at 50% on that many examples, sqrt(0.25 / n). A margin the set cannot resolve could never be met: with one
+    seed and no seed noise a model exactly at chance meets the margin m with probability P(|Z| < m / SE - 1.645),
+    which is 28% at 2 SE; 3 points on the 2,106 held-out SOP pairs (SE 1.09 points) are 2.75 SE, 77%."""
+    if n_examples < 1:
+        raise ValueError("a margin needs a set of at least one example")
+    return max(points / 100, standard_errors * math.sqrt(0.25 / n_examples))
+
+
+# ------------------------------------------------------------------------------------------ do these intervals cover?
+def coverage(n_pretraining: int, n_finetuning: int | Sequence[int], sd_pretraining: float, sd_finetuning: float,
+             n_examples: int, p: float, *, level: float = LEVEL, draws: int = 400, sims: int = 300,
+             seed: int = 0) -> float:
+    """The share of `sims` simulated rows whose nested-bootstrap interval (`estimate`'s, at `level`, with `draws`
+    draws) holds the true value `p`.
+
+    The model: pretraining seed i shifts the score by a_i ~ N(0, sd_pretraining), its fine-tuning seed j by
+    b_ij ~ N(0, sd_finetuning) more; the seed's chance of getting an example right is q_ij = p + a_i + b_ij
+    (clipped to [0, 1]), and its `n_examples` held-out outcomes are independent Bernoulli(q_ij) draws, the seeds
+    on the same example indices but with no per-example difficulty (the set adds binomial noise only). The true
+    value is the median of a fresh seed's expected score, p. `n_examples` 0: a seed's score is q_ij itself and
+    the bootstrap is over seeds alone. `n_finetuning` a sequence: per pretraining seed.
+
+    Monte Carlo error: a binomial share, sqrt(c (1 - c) / sims), 0.013 at c = 0.95 and 0.028 at c = 0.63 for 300
+    simulations; 400 draws per interval add a little noise to each interval's ends, not a bias to speak of."""
+    counts = np.broadcast_to(np.asarray(n_finetuning, dtype=np.int64), (n_pretraining,))
+    if n_pretraining < 1 or counts.min() < 1:
+        raise ValueError("coverage needs at least one pretraining seed and one fine-tuning seed under each")
+    rng = np.random.default_rng(seed)
+    group = np.repeat(np.arange(n_pretraining), counts)
+    hits = 0
+    for _ in range(sims):
+        q = np.clip(p + rng.normal(0, sd_pretraining, n_pretraining)[group] + rng.normal(0, sd_finetuning, len(group)),
+                    0, 1)
+        if n_examples:
+            num = (rng.random((len(group), n_examples)) < q[:, None]).astype(np.float64)
+            row = _Row(num, np.ones_like(num), True, counts)
+            ex = _examples_draw(row, draws, rng)
+        else:
+            row, ex = _Row(q[:, None], np.ones((len(group), 1)), False, counts), None
+        lo, hi = _interval(_row_medians(row, ex, _pretraining_draw(row, draws, rng), rng), level)
+        hits += lo <= p <= hi
+    return hits / sims
+
+
+def spreads(samples: Sequence) -> tuple[float, float]:
+    """(sd_pretraining, sd_finetuning) observed in a row (flat or nested): the standard deviation (n - 1) of its
+    pretraining seeds' mean scores, 0 with one; the pooled within-pretraining-seed standard deviation of its
+    fine-tuning seeds' scores, 0 where no pretraining seed has two. Raw spreads: each holds the noise of the levels
+    below it (the pretraining one the fine-tuning noise over its seeds' count, both the example noise), so they
+    overstate the model's spreads a little, and a coverage simulated at them leans generous for one seed's level."""
+    row = _parse(samples)
+    groups = np.split(row.scores, np.cumsum(row.counts)[:-1])
+    means = np.array([g.mean() for g in groups])
+    sd_pre = float(means.std(ddof=1)) if len(means) > 1 else 0.0
+    dof = int(sum(len(g) - 1 for g in groups))
+    sd_ft = float(math.sqrt(sum(((g - g.mean()) ** 2).sum() for g in groups) / dof)) if dof else 0.0
+    return sd_pre, sd_ft
+
+
+def row_coverage(samples: Sequence, *, sd_pretraining: float | None = None, level: float = LEVEL,
+                 draws: int = 400, sims: int = 300, seed: int = 0) -> float | None:
+    """`coverage` at a row's own seed counts, examples, value and observed `spreads`: what a table prints as
+    "simulated coverage of these 95% intervals at this row's seeds and spreads". One pretraining seed shows no
+    pretraining spread: give `sd_pretraining` (another row's, say), else None (not known, not 95%). Per-example
+    scores are simulated as 0/1 on the row's examples, a Ratio's as one per example."""
+    row = _parse(samples)
+    sd_pre, sd_ft = spreads(samples)
+    if len(row.counts) > 1:
+        sd_pretraining = sd_pre
+    elif sd_pretraining is None:
+        return None
+    return coverage(len(row.counts), row.counts, sd_pretraining, sd_ft, row.num.shape[1] if row.per_example else 0,
+                    float(np.median(row.scores)), level=level, draws=draws, sims=sims, seed=seed)
