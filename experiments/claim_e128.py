@@ -7,6 +7,7 @@ Run:
 Paper Table 3: all-shared Avg 80.1 at E=128 against 79.8 at E=768; not-shared 81.7 against 82.3. At the cpu
 scale E=16 against E=H=128 (the same ratio of cut: 1 - 16/128 of the V x E table).
 """
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 
@@ -24,5 +25,9 @@ EXPERIMENT = Experiment(
     name="claim_e128", title="Claim (d): E=128 costs under 1% of quality, cuts ~80% of the embeddings",
     reading="source: factorising the embedding to E=128 costs under 1% while removing ~80% of the embedding "
             "parameters (paper Table 3: all-shared Avg 80.1 at E=128 against 79.8 at E=768)",
-    columns=("params", "sst2", "avg"), rows=rows)
+    columns=("params", "sst2", "avg"), rows=rows,
+    # "Under 1%" is relative to the E=768 model's level, as the source means it (80.1 against 79.8 in the paper):
+    # the E=128 row may be at most 1% of it below, and the interval must show that, not merely hold it.
+    checks=tuple(Check(f"{LABEL[s]}, E=128 costs under 1% against E=768", "ft:rt_sentiment", f"{LABEL[s]} E=128",
+                       f"{LABEL[s]} E=768", "at least", size=-0.01, relative=True) for s in ("all", "none")))
 get_config = config_getter("claim_e128")

@@ -7,7 +7,7 @@ Run:
 Groups of 3 consecutive layers share one set (num_hidden_groups = L/3), against not-shared and all-shared, at
 L=12 (paper) or L=6 (cpu, smoke). The paper prints no numbers for it (Sec. 4.5 mentions groups in passing).
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 

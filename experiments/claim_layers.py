@@ -12,7 +12,7 @@ and would hide what sharing does. So the brackets (not-shared, all-shared) are T
 sweep under the same --runs links them instead of training them again. HF cannot express a sharing map:
 these rows export with `--to params`.
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 from albert_jax.config import share_layers

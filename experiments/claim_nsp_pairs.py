@@ -9,7 +9,7 @@ negatives are all neighbouring verses of the same chapter: NSP's own negative ty
 occurs, so its topic-shift cue cannot decide a pair; verse_paraphrase has half random negatives) and same sense
 (wordnet_wic). The sweep links the Table 5 rows' pretraining.
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 

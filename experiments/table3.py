@@ -7,7 +7,7 @@ Run:
 
 At the cpu scale E keeps roughly its ratio to H (H=128): 64 -> 8, 128 -> 16, 256 -> 32, 768 (=H) -> 128.
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import DOWNSTREAM, Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 

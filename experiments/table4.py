@@ -8,7 +8,7 @@ Run:
 `make demo` runs the four E=128 rows with a shorter schedule. At the cpu scale E=768 (=H) is E=H=128 and
 E=128 is E=16 (see albert_jax/ablations/registry.py).
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import DOWNSTREAM, Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 

@@ -7,7 +7,7 @@ Run:
 Every row's final held-out evaluation measures MLM, NSP and SOP accuracy whatever loss it trained with (the
 paper's intrinsic columns): an NSP-trained model near chance on SOP is the paper's sharpest finding.
 """
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 
@@ -37,13 +37,13 @@ EXPERIMENT = Experiment(
     columns=COLS, rows=rows, headline="eval/sop_accuracy", curve="eval/sop_accuracy", reference="NSP",
     checks=(
         Check("an SOP-trained model is better at SOP than an NSP-trained one (paper: 86.5 vs 52.0)",
-              "eval/sop_accuracy", "SOP", "NSP", "higher"),
+              "eval/sop_accuracy", "SOP", "NSP", "higher", size=0.345),
         Check("an NSP-trained model is at chance on SOP: it learns topic shift, not order (paper: 52.0)",
               "eval/sop_accuracy", "NSP", "chance", "chance"),
         Check("an SOP-trained model solves NSP reasonably, above chance (paper: 78.9)", "eval/nsp_accuracy", "SOP",
-              "chance", "higher"),
+              "chance", "higher", size=0.289),
         Check("NSP pretraining makes a model better at NSP than MLM alone (paper: 90.5 vs 52.4)",
-              "eval/nsp_accuracy", "NSP", "None", "higher"),
+              "eval/nsp_accuracy", "NSP", "None", "higher", size=0.381),
         Check("SOP pretraining fine-tunes better than NSP (paper: Avg 80.1 vs 79.2; SST-2 alone 90.3 vs 91.1)",
               "ft:rt_sentiment", "SOP", "NSP", "higher"),
     ))

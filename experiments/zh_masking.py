@@ -19,7 +19,7 @@ are scarce. Its pretraining stages are zh_masking's own: in the same --runs they
 """
 import dataclasses
 
-from albert_jax.ablations.evidence import Check
+from albert_jax.ablations.readings import Check
 from albert_jax.ablations.registry import Experiment, Row, base_fields
 from albert_jax.ablations.sweep import config_getter
 from albert_jax.configs.scales import SMOKE_DOCS

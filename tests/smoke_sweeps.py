@@ -84,7 +84,8 @@ def run_and_check(name: str, runs) -> None:
             assert all(r["vs_random"][task] is not None for r in records)
         for check in exp.checks:
             verdict = next(line for line in table.splitlines() if line.startswith(f"- {check.statement}: **"))
-            assert verdict.split("**")[1] in ("reproduced", "contradicted", "not resolved"), verdict
+            assert verdict.split("**")[1].startswith(("reproduced", "contradicted", "not resolved")), verdict
+            assert "pretraining" in verdict and "cover" in verdict, verdict  # seed counts, coverage beside it
     directory = runs / name / "smoke"
     with open(directory / "table.csv", newline="", encoding="utf-8") as f:
         assert [line[0] for line in csv.reader(f)][1:] == rows

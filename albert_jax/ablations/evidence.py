@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from albert_jax.ablations import stats
 from albert_jax.training import rundir
 from albert_jax.tasks.pretraining.records import decode_record
 from albert_jax.training.examples import BEST_EXAMPLES_FILE, EXAMPLES_FILE, load_examples
@@ -151,35 +150,3 @@ def mlm_majority(pre: Path) -> float | None:
 
 def did_not_learn(value: float, majority: float | None) -> bool:
     return majority is not None and 100 * value <= 100 * majority + DID_NOT_LEARN_POINTS + 1e-9  # points, as printed
-
-
-# ------------------------------------------------------------------------------------------ readings
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One statement of the paper's reading, put to the table: `row`'s `column` is higher than, lower than, or at
-    the level of `against` (another row, or "chance")."""
-    statement: str
-    column: str  # an intrinsic key (eval/sop_accuracy) or ft:<task>
-    row: str
-    against: str  # a row name, or "chance" (0.5: the balanced SOP/NSP sets)
-    expect: str  # "higher" | "lower" | "chance" (with against="chance": its interval holds 0.5)
-
-    def verdict(self, est: dict[str, dict[str, stats.Estimate]], diff: dict) -> tuple[str, str]:
-        """(reproduced | contradicted | not resolved | not run, the evidence in words)."""
-        if self.against == "chance":
-            e = est.get(self.row, {}).get(self.column)
-            if e is None:
-                return "not run", ""
-            words = f"{self.row}: {e.text()} against chance 50.0"
-            if self.expect == "chance":
-                return ("reproduced" if e.low <= CHANCE <= e.high else "contradicted"), words
-            d = stats.Estimate(e.value - CHANCE, e.low - CHANCE, e.high - CHANCE, e.seeds, e.examples, e.over)
-        else:
-            d = diff.get((self.row, self.against, self.column))
-            if d is None:
-                return "not run", ""
-            words = f"{self.row} − {self.against}: {d.text()}"
-        if not d.resolved:
-            return "not resolved", words
-        right = d.value > 0 if self.expect == "higher" else d.value < 0
-        return ("reproduced" if right else "contradicted"), words

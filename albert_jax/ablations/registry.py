@@ -69,7 +69,7 @@ class Experiment:
     settings: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     source: str = ""  # the file that defines it (set by the registry)
     # The row every other row's paired differences are taken against (default: the first row), and the
-    # statements of the paper's reading that the table checks against its intervals (evidence.Check).
+    # statements of the paper's reading that the table checks against its intervals (readings.Check).
     reference: str = ""
     checks: tuple = ()
     # The row whose planned step time the others' predicted speedups divide (`sweep --plan`; Table 2: BERT large).

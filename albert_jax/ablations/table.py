@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from albert_jax.ablations import evidence
+from albert_jax.ablations import readings
 from albert_jax.ablations import registry
 from albert_jax.ablations import stats
 from albert_jax.ablations import sweep
@@ -52,19 +53,27 @@ def _finetune_result(ts: "evidence.TaskSamples | None") -> dict | None:
     metric over every finished seed (pretraining seeds x fine-tuning seeds)."""
     if ts is None:
         return None
-    est = _estimate(ts.samples)
+    est = _estimate(_nested(ts))
     values = ts.values
     return {"metric": ts.metric, "median": est.value, "min": min(values), "max": max(values), "n": len(values),
             "values": values, "estimate": est, "majority": ts.majority, "per_pretraining": ts.per_pretraining,
             "did_not_learn": evidence.did_not_learn(est.value, ts.majority)}
 
 
+def _nested(ts: "evidence.TaskSamples") -> list:
+    """A task's samples grouped by pretraining seed (stats' nested form): the bootstrap draws pretraining seeds,
+    then their fine-tuning seeds, then examples."""
+    return stats.nest(ts.samples, ts.per_pretraining)
+
+
 def _estimate(samples: list) -> stats.Estimate:
     return stats.estimate(samples, seed=0)
 
 
-def _seed_scores(xs: list) -> list[float]:
-    return [float(np.sum(x[0]) / np.sum(x[1])) if isinstance(x, tuple) else float(np.mean(x)) for x in xs]
+def _seed_scores(xs: list) -> list:
+    """Each seed's score in the samples' own nesting (a list is a pretraining seed's fine-tuning seeds)."""
+    return [_seed_scores(x) if isinstance(x, list) else
+            float(np.sum(x[0]) / np.sum(x[1])) if isinstance(x, tuple) else float(np.mean(x)) for x in xs]
 
 
 def _difference(a: list, b: list, paired: bool = True) -> stats.Estimate | None:
@@ -108,13 +117,13 @@ def collect(exp: registry.Experiment, scale: str, runs) -> list[dict[str, Any]]:
             ts = evidence.finetune_samples(evidence.seeded_dirs(p.directory, f"finetune-{t}"), metric, scale)
             rec["finetune"][t] = _finetune_result(ts)
             if ts is not None:
-                rec["samples"][f"ft:{t}"] = ts.samples
+                rec["samples"][f"ft:{t}"] = _nested(ts)
                 rec["est"][f"ft:{t}"] = rec["finetune"][t]["estimate"]
             twins = evidence.seeded_dirs(p.directory, f"finetune-{t}{evidence.RANDOM_SUFFIX}")  # one per pt seed
             ts_random = evidence.finetune_samples(twins, metric, scale)
             rec["random"][t] = _finetune_result(ts_random)
             if ts_random is not None:
-                rec["random_samples"][t] = ts_random.samples
+                rec["random_samples"][t] = _nested(ts_random)
         rec["vs_random"] = {t: _difference(rec["samples"][f"ft:{t}"], rec["random_samples"][t])
                             for t in exp.finetune if rec["finetune"][t] and t in rec["random_samples"]}
         step_times = [m["step_time"] for m in metrics if "step_time" in m]
@@ -198,10 +207,27 @@ def reference_row(exp: registry.Experiment, records: list[dict]) -> dict | None:
     return next((r for r in records if r["row"] == name), None)
 
 
-def check_readings(exp: registry.Experiment, records: list[dict]) -> list[tuple[evidence.Check, str, str]]:
-    """Each of the experiment's checks with its verdict (reproduced, contradicted, not resolved, not run). A
-    verdict drawn while one of its rows is still running says "so far" and names the row: a table printed from a
-    sweep in progress must not read as its finding (a partial row once showed "contradicted" from one seed)."""
+def row_coverage(records: list[dict], row: dict, column: str) -> float | None:
+    """The simulated coverage of `row`'s 95% intervals in `column` at its seed counts and observed spreads
+    (stats.row_coverage), kept in the record; a row with one pretraining seed borrows the median pretraining
+    spread of the rows that have several (None where none has)."""
+    cache = row.setdefault("coverage", {})
+    if column not in cache:
+        samples = row["samples"].get(column) if column != "ft:mean" else None
+        if not samples:
+            cache[column] = None
+        else:
+            others = [stats.spreads(r["samples"][column])[0] for r in records
+                      if len(r["samples"].get(column) or []) > 1]
+            cache[column] = stats.row_coverage(samples, sd_pretraining=float(np.median(others)) if others else None)
+    return cache[column]
+
+
+def check_readings(exp: registry.Experiment, records: list[dict]) -> list[readings.Reading]:
+    """Each of the experiment's checks with its verdict (readings.py: direction and size, equivalence for "at
+    chance", a bound; Holm over the family). A verdict drawn while one of its rows is still running says "so far"
+    and names the row: a table printed from a sweep in progress must not read as its finding (a partial row once
+    showed "contradicted" from one seed)."""
     by_row = {r["row"]: r for r in records}
     est = {r["row"]: r["est"] for r in records}
     diff = {}
@@ -210,19 +236,32 @@ def check_readings(exp: registry.Experiment, records: list[dict]) -> list[tuple[
         if a and b and a["samples"].get(c.column) and b["samples"].get(c.column):
             paired = not c.column.startswith("eval/") or a["eval_set"] == b["eval_set"]
             diff[(c.row, c.against, c.column)] = _difference(a["samples"][c.column], b["samples"][c.column], paired)
-    out = []
-    for c in exp.checks:
+    out, tested = [], {}
+    for i, c in enumerate(exp.checks):
         stuck = [name for name in (c.row, c.against) if name in by_row and c.column.startswith("ft:")
                  and (by_row[name]["finetune"].get(c.column[3:]) or {}).get("did_not_learn")]
+        d = c.tested(est, diff)
+        if d is None:
+            out.append(readings.Reading(c, "not run"))
+            continue
+        rows = [by_row[n] for n in (c.row, c.against) if n in by_row]
+        cover = [row_coverage(records, r, c.column) for r in rows]
+        r = readings.Reading(c, "", c.words(d), seeds=readings.seed_words(d, c.column.startswith("ft:")),
+                             coverage=None if any(x is None for x in cover) else min(cover))
         if stuck:  # a row stuck at the majority class is no measurement of what pretraining gave it
-            out.append((c, "not resolved", f"{' and '.join(stuck)} did not learn"))
+            r.verdict = r.raw = "not resolved"
+            r.words = f"{' and '.join(stuck)} did not learn"
         else:
-            verdict, words = c.verdict(est, diff)
-            running = [name for name in (c.row, c.against) if name in by_row and not by_row[name].get("done", True)]
-            if running and verdict != "not run":
-                note = f"{' and '.join(running)} not finished"
-                verdict, words = f"{verdict} so far", f"{words}; {note}" if words else note
-            out.append((c, verdict, words))
+            r.raw, r.p = c.judge(d)
+            tested[i] = d
+        out.append(r)
+    readings.judge_family(out, tested)
+    for r in out:
+        running = [n for n in (r.check.row, r.check.against) if n in by_row and not by_row[n].get("done", True)]
+        if running and r.verdict != "not run":
+            r.verdict += " so far"
+            r.words = f"{r.words}; {' and '.join(running)} not finished" if r.words else \
+                f"{' and '.join(running)} not finished"
     return out
 
 
@@ -244,7 +283,7 @@ def _with_diff(text: str, d: stats.Estimate | None) -> str:
     """A cell followed by its paired difference to the reference row, marked when its interval excludes 0."""
     if d is None or text in (NOT_RUN, MISSING) or text.startswith("did not learn"):
         return text
-    return f"{text}; Δ {100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]{' ✓' if d.resolved else ''}"
+    return f"{text}; Δ {readings.signed(d)}{' ✓' if d.resolved else ''}"
 
 
 def _paper(value: Any) -> str:
@@ -350,11 +389,12 @@ def markdown(exp: registry.Experiment, scale: str, records: list[dict]) -> str:
                  f"score (%: {measured}) of the best dev checkpoint. Architecture at this scale: " +
                  "; ".join(f"{r['row']}: {describe_arch(r['arch'])}" for r in records if r["arch"]) + ".")
     notes += baseline_lines(exp, records)
-    readings = check_readings(exp, records)
-    if readings:
-        notes.append("The paper's reading, checked against the intervals:")
-        notes += [f"- {c.statement}: **{verdict}**" + (f" ({words})" if words else "")
-                  for c, verdict, words in readings]
+    checked = check_readings(exp, records)
+    if checked:
+        notes.append(f"The paper's reading, checked against the intervals: one family of {len(checked)} "
+                     f"readings, Holm-adjusted at {100 * readings.HOLM_ALPHA:.0f}% (albert_jax/ablations/readings.py);"
+                     " \"at chance\" by two one-sided tests within the stated margin:")
+        notes += [readings.line(r) for r in checked]
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
     return "\n".join(lines + [""] + notes) + "\n"
@@ -384,9 +424,11 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
     """What each column's numbers stand against: chance and majority, and random init per architecture."""
     ref = reference_row(exp, records)
     seeds = sorted({r["pretrain_seeds"] for r in records if r.get("pretrain_seeds")})
-    out = [f"Cells: median over seeds [95% interval, bootstrap over seeds and held-out examples]; Δ: the paired "
-           f"difference to the reference row ({ref['row'] if ref else '—'}), ✓ where its interval excludes 0. "
-           f"Pretraining seeds per row: {', '.join(map(str, seeds)) or '—'}."]
+    out = [f"Cells: median over seeds [95% interval, nested bootstrap: pretraining seeds, then each one's "
+           f"fine-tuning seeds, then held-out examples]; Δ: the paired difference to the reference row "
+           f"({ref['row'] if ref else '—'}), ✓ where its interval excludes 0 (exploratory: not adjusted for the "
+           f"many differences shown; the readings below are). Pretraining seeds per row: "
+           f"{', '.join(map(str, seeds)) or '—'}."]
     out += finetune_seed_lines(exp, records)
     base = ["Baselines: held-out SOP and NSP are balanced, chance = majority = 50.0"]
     first = next((r for r in records if r.get("samples")), None)
@@ -408,8 +450,9 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
             arch = twin_label(r["arch"], records)
             if (arch, t) not in shown:
                 shown.add((arch, t))
-                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} "
-                           f"({rnd['n']} seed{'s' if rnd['n'] != 1 else ''}).")
+                twins = [n for n in rnd.get("per_pretraining") or (rnd["n"],) if n]
+                out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({len(twins)} twin"
+                           f"{'s' if len(twins) != 1 else ''} × {'+'.join(map(str, twins))} fine-tuning seeds).")
             d = r["vs_random"].get(t)
             if d is not None:
                 out.append(f"- {r['row']} − random init on {t}: {_signed(d)}")
@@ -428,7 +471,7 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
 
 
 def _signed(d: stats.Estimate) -> str:
-    return (f"{100 * d.value:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+    return (f"{readings.signed(d)}"
             f"{' ✓ resolved' if d.resolved else ' (not resolved)'}")
 
 
