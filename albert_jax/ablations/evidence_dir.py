@@ -168,6 +168,16 @@ def verify(root: Path) -> int:
     return n
 
 
+def experiment_of(root: Path) -> tuple[str, str]:
+    """(experiment, scale) of an evidence directory that holds one table's (a committed `evidence/`: its layout
+    says which table it rebuilds, so nothing beside it repeats that)."""
+    found = [(d.parent.name, d.name) for d in sorted(Path(root).glob("*/*")) if d.is_dir()]
+    if len(found) != 1:
+        raise EvidenceError(f"{root}: expected one <experiment>/<scale>/ directory, found "
+                            f"{', '.join('/'.join(f) for f in found) or 'none'}")
+    return found[0]
+
+
 # ------------------------------------------------------------------ final parameters, for a later stage
 def has_params(stage_dir: Path) -> bool:
     return (Path(stage_dir) / PARAMS / PARAMS_FILE).is_file()

@@ -316,7 +316,8 @@ def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
 def write_row_json(p: RowPlan, state: dict) -> None:
     """row.json in the row's directory, and in its evidence directory when the sweep keeps one."""
     text = json.dumps({**p.describe(), **state}, indent=1)
-    for d in [p.directory] + [p.stages[0].evidence.parent] * (p.stages[0].evidence is not None):
+    kept = p.stages[0].evidence
+    for d in [p.directory] + ([kept.parent] if kept is not None else []):
         d.mkdir(parents=True, exist_ok=True)
         (d / "row.json.tmp").write_text(text, encoding="utf-8")
         os.replace(d / "row.json.tmp", d / "row.json")
