@@ -5,7 +5,8 @@ A row's directory (sweep.py) holds one pretraining run per pretraining seed (`pr
 and, for each, a fine-tuning workdir per task with its seeds (`finetune-<task>[-seed-k]/seed-<s>`), plus the
 random-init fine-tuning of its architecture (`finetune-<task>-random`). Per example, the final pretraining
 evaluation keeps `eval_examples.npz` and each fine-tuning seed `best_dev_examples.npz`; a run from before those
-files existed contributes its one number, and its interval is then over seeds alone (stats.py).
+files existed contributes its one number, and its interval is then over seeds alone (stats.py). The same readers
+read an evidence directory (evidence_dir.py: the small part of a runs tree they need, in its layout).
 """
 from __future__ import annotations
 

@@ -14,12 +14,12 @@ def _run(args) -> int:
         raise ValueError("give --runs (a sweep's runs directory) or --evidence (an evidence directory), not both")
     if args.export_evidence and args.runs is None:
         raise ValueError("--export-evidence writes a runs directory's evidence: give --runs")
-    option, root = ("--runs", args.runs) if args.runs else ("--evidence", args.evidence)
+    option, root = _root(args)
     if not Path(root).is_dir():  # a table of nothing but "not run" rows would hide a mistyped path
         raise FileNotFoundError(f"{option} {root}: no such directory (the {option} a sweep of {args.name} wrote "
                                 "into)")
     exp = registry.get(args.name, args.experiments_dir)
-    args.scale = _scale(args, option, root)
+    args.scale = _scale(args)
     if args.evidence:
         evidence_dir.verify(Path(root) / args.name / args.scale)
     if args.export_evidence:
@@ -44,9 +44,16 @@ def scales_run(runs, name: str) -> list[str]:
     return [s for s in SCALES if (base / s).is_dir() and any((base / s).iterdir())]
 
 
-def _scale(args, option: str, root) -> str:
+def _root(args) -> tuple[str, str]:
+    """(option, directory) the table is read from: --evidence, else --runs (the same layout)."""
+    evidence = getattr(args, "evidence", None)
+    return ("--evidence", evidence) if evidence else ("--runs", args.runs)
+
+
+def _scale(args) -> str:
     """--scale as given, or the one scale the runs have; a scale with no runs is refused (its table would be
     "not run" rows only, and writing it would create runs/NAME/<scale>/), naming the scales that have runs."""
+    option, root = _root(args)
     found = scales_run(root, args.name)
     where = Path(root) / args.name
     hint = (f"scales with runs there: {', '.join(found)}" if found else
