@@ -1,11 +1,13 @@
 """What the tables rest on (albert_jax/ablations/evidence.py): seeds found on disk, per-example samples read back
 from the files the trainer writes, the "did not learn" flag, and the verdicts on the paper's reading."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from albert_jax.ablations import evidence
+from albert_jax.ablations import evidence_dir
 from albert_jax.ablations import readings
 from albert_jax.ablations import stats
 from albert_jax.training import examples
@@ -182,3 +184,35 @@ def test_a_table_finds_the_tasks_a_sweep_added_with_tasks(tmp_path):
     assert {s.name for s in plans[0].stages} >= {"finetune-wordnet_wic", "finetune-wordnet_wic-seed-1"}
     cmd = sweep.launch_commands(exp, "smoke", tmp_path, [plans[:1]], [], 2, None, ["wordnet_wic"])[0]
     assert "--tasks wordnet_wic" in cmd
+
+
+def test_an_unreadable_per_example_file_is_named(tmp_path):
+    path = tmp_path / examples.EXAMPLES_FILE
+    path.write_bytes(b"PK\x03\x04 not a zip archive")
+    with pytest.raises(ValueError, match=f"{path}: not a readable per-example file"):
+        examples.load_examples(path)
+
+
+# ---------------------------------------------------------------- committed tables and their evidence
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def committed_tables() -> list[Path]:
+    """Every committed table directory that keeps its evidence beside it (<dir>/table.md, <dir>/evidence/)."""
+    found = [*DOCS.glob(f"reproduction/**/{evidence_dir.EVIDENCE}"), *DOCS.glob(f"chinese*/**/{evidence_dir.EVIDENCE}")]
+    return sorted({d.parent for d in found if d.is_dir() and (d.parent / "table.md").is_file()})
+
+
+@pytest.mark.parametrize("directory", committed_tables(), ids=lambda d: str(d.relative_to(DOCS)))
+def test_a_committed_table_rebuilds_byte_for_byte_from_its_evidence(directory, tmp_path):
+    """The table and CSV as committed are what their evidence gives (tests/test_sweeps.py checks the rebuild on a
+    freshly exported directory, so this holds even before any table keeps its evidence)."""
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
+
+    root = directory / evidence_dir.EVIDENCE
+    name, scale = evidence_dir.experiment_of(root)  # the evidence's layout says which table it is
+    evidence_dir.verify(root / name / scale)
+    table.build(registry.get(name), scale, root, tmp_path, plots=False)
+    for f in ("table.md", "table.csv"):
+        assert (tmp_path / f).read_bytes() == (directory / f).read_bytes(), f"{directory / f} differs from its rebuild"

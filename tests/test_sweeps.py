@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 from smoke_sweeps import ABLATIONS, FAST, ROOT, SIZES
 
+from albert_jax.ablations import evidence as ablation_evidence
+from albert_jax.ablations import evidence_dir
 from albert_jax.ablations import registry
 from albert_jax.ablations import sweep
 from albert_jax.ablations import table
@@ -455,3 +458,69 @@ def test_zh_few_labels_links_zh_masking_pretraining_and_fine_tunes_on_1000_label
     tuned = [s for s in few.stages if s.kind == "finetune"]
     assert len(tuned) == 6 and {s.config().data.train_examples for s in tuned} == {1000}
     assert {s.config().data.train_examples for s in full.stages if s.kind == "finetune"} == {0}
+
+
+# ---------------------------------------------------------------- evidence: tables without runs, studies elsewhere
+def _rebuilt(root, out):
+    """table.md and table.csv of table4 at the smoke scale built from `root` into `out`."""
+    table.build(registry.get("table4"), "smoke", root, out, plots=False)
+    return (out / "table.md").read_bytes(), (out / "table.csv").read_bytes()
+
+
+def test_a_table_rebuilds_byte_for_byte_from_its_evidence_alone(swept, tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    shutil.copytree(swept[0] / "table4", runs / "table4", symlinks=True)
+    evidence = tmp_path / "evidence"
+    assert len(sweep.export_evidence(registry.get("table4"), "smoke", runs, evidence)) == 4
+    from_runs = _rebuilt(runs, tmp_path / "from-runs")
+    shutil.rmtree(runs)
+
+    def no_cache(*_):
+        raise AssertionError("the table read the data cache's eval shards")
+    monkeypatch.setattr(ablation_evidence, "decode_record", no_cache)  # the MLM majority comes from the evidence
+    assert evidence_dir.verify(evidence / "table4" / "smoke") == 4
+    assert _rebuilt(evidence, tmp_path / "from-evidence") == from_runs
+    assert evidence_dir.experiment_of(evidence) == ("table4", "smoke")
+    sizes = sorted(p.stat().st_size for p in evidence.rglob("*") if p.is_file())
+    assert sum(sizes) < 100_000 and sizes[-1] < 10_000, sizes  # no checkpoint came along
+
+
+def test_a_sweep_with_evidence_counts_exported_stages_done_and_exports_those_it_runs(swept, tmp_path):
+    runs, evidence = tmp_path / "runs", tmp_path / "evidence"
+    sweep.export_evidence(registry.get("table4"), "smoke", swept[0], evidence)
+    first = evidence / "table4" / "smoke" / "e-128-all-shared"
+    shutil.rmtree(first / "finetune-rt_sentiment")
+    args = ("sweep", "table4", "--scale", "smoke", "--rows", ROWS, "--runs", str(runs), "--evidence", str(evidence),
+            *FAST)
+    # Its pretraining is done only as evidence, without the parameters fine-tuning starts from: said in one line.
+    refused = cli(*args, check=False)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "finetune-rt_sentiment of e-128-all-shared starts from pretrain" in refused.stderr
+    assert evidence_dir.PARAMS in refused.stderr
+    # As a study stopped between the stages leaves it (the sweep archives them while a stage still needs them).
+    evidence_dir.archive_params(swept[0] / "table4" / "smoke" / "e-128-all-shared" / "pretrain", first / "pretrain")
+    out = cli(*args, "--table").stdout
+    assert "E=128 not-shared: pretrain done, finetune-rt_sentiment done" in out and out.count("-> running") == 1
+    assert "finetune-rt_sentiment: 0/1 seeds -> running" in out
+    assert sorted(p.name for p in (runs / "table4" / "smoke" / "e-128-not-shared").iterdir()) == ["row.json"]
+    assert not (runs / "table4" / "smoke" / "e-128-all-shared" / "pretrain" / "metrics.jsonl").exists()  # restored
+    assert not evidence_dir.has_params(first / "pretrain")  # no later stage needs them now
+    theirs = json.loads((swept[0] / "table4" / "smoke" / "e-128-all-shared" / "finetune-rt_sentiment" / "seed-0"
+                         / "results.json").read_text())
+    ours = json.loads((first / "finetune-rt_sentiment" / "seed-0" / "results.json").read_text())
+    assert ours["dev"] == theirs["dev"]  # fine-tuned from the restored parameters: the same run
+    assert _rebuilt(evidence, tmp_path / "from-evidence") == _rebuilt(swept[0], tmp_path / "from-runs")
+
+
+@pytest.mark.parametrize("damage", ["missing", "altered"])
+def test_a_missing_or_damaged_evidence_file_is_named_in_one_line(swept, tmp_path, damage):
+    evidence = tmp_path / "evidence"
+    sweep.export_evidence(registry.get("table4"), "smoke", swept[0], evidence)
+    path = evidence / "table4" / "smoke" / "e-128-not-shared" / "pretrain" / "eval_examples.npz"
+    if damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes()[:-10])
+    p = cli("table", "table4", "--scale", "smoke", "--evidence", str(evidence), "--no-plots", check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert str(path) in p.stderr and ("missing" if damage == "missing" else "differ") in p.stderr

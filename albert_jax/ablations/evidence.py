@@ -5,7 +5,8 @@ A row's directory (sweep.py) holds one pretraining run per pretraining seed (`pr
 and, for each, a fine-tuning workdir per task with its seeds (`finetune-<task>[-seed-k]/seed-<s>`), plus the
 random-init fine-tuning of its architecture (`finetune-<task>-random`). Per example, the final pretraining
 evaluation keeps `eval_examples.npz` and each fine-tuning seed `best_dev_examples.npz`; a run from before those
-files existed contributes its one number, and its interval is then over seeds alone (stats.py).
+files existed contributes its one number, and its interval is then over seeds alone (stats.py). The same readers
+read an evidence directory (evidence_dir.py: the small part of a runs tree they need, in its layout).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ RANDOM_SUFFIX = "-random"  # finetune-<task>-random: a row's architecture fine-t
 # A fine-tuned row whose dev score is within this many points of predicting the majority class for everything
 # did not learn: the table says so instead of printing its score (issue 24).
 DID_NOT_LEARN_POINTS = 2.0
+MLM_MAJORITY_FILE = "mlm_majority.json"  # the MLM majority baseline's counts, in a stage's evidence
 CHANCE = 0.5  # the held-out SOP and NSP sets are balanced (tasks/pretraining/input.PretrainData.eval_order)
 
 
@@ -129,9 +131,12 @@ def finetune_samples(ft_dirs: list[Path], metric: str, scale: float = 1.0) -> Ta
 
 
 # ------------------------------------------------------------------------------------------ baselines
-def mlm_majority(pre: Path) -> float | None:
-    """The share of the commonest target token among the held-out masked positions (the MLM majority baseline),
-    read from the run's recorded eval shards."""
+def mlm_target_counts(pre: Path) -> tuple[int, int] | None:
+    """(count of the commonest target token, all targets) over the held-out masked positions: stored in the
+    stage's evidence (mlm_majority.json, evidence_dir.py), else counted from the run's recorded eval shards."""
+    stored = rundir.read_json(Path(pre) / MLM_MAJORITY_FILE)
+    if stored is not None:
+        return int(stored["commonest"]), int(stored["masked"])
     cfg = rundir.read_config(pre, required=False)
     shards = ((cfg or {}).get("data") or {}).get("eval_shards", {}).get("sop")
     if not shards or not all(Path(s).is_file() for s in shards):
@@ -145,7 +150,13 @@ def mlm_majority(pre: Path) -> float | None:
         w = np.asarray(r["masked_lm_weights"]) > 0
         counts.update(np.asarray(r["masked_lm_ids"])[w].tolist())
     total = sum(counts.values())
-    return max(counts.values()) / total if total else None
+    return (max(counts.values()), total) if total else None
+
+
+def mlm_majority(pre: Path) -> float | None:
+    """The share of the commonest target token among the held-out masked positions (the MLM majority baseline)."""
+    counts = mlm_target_counts(pre)
+    return counts[0] / counts[1] if counts else None
 
 
 def did_not_learn(value: float, majority: float | None) -> bool:

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from albert_jax import lifeline
-from albert_jax.ablations.sweep import RowPlan, Stage, SweepError, fingerprint, reuse, write_row_json
+from albert_jax.ablations.sweep import (RowPlan, Stage, SweepError, fingerprint, keep_params, restore_source, reuse,
+                                        save_evidence, write_row_json)
 
 POLL_S = 0.5
 
@@ -59,6 +60,9 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
     if jobs < 1:
         raise SweepError(f"--jobs {jobs}: at least 1")
     runs = plans[0].directory.parents[2] if plans else Path(".")
+    for s in (s for p in plans for s in p.stages):
+        save_evidence(s)  # finished before the sweep kept evidence
+    keep_params(plans)
     q = _Queue([(p, s) for p in plans for s in p.stages if not s.done()], reuse_stages)
     for p in plans:
         write_row_json(p, {"state": "running", "stages_state": {s.name: s.progress() for s in p.stages}})
@@ -83,7 +87,9 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
                     q.finished.add(s.workdir)
                     print(f"{q.count()} {p.row.name} · {s.name}: identical to the finished {src}: linked, not rerun",
                           file=out, flush=True)
+                    save_evidence(s)
                     continue
+                restore_source(s, plans)
                 running[_launch(s, env, log_level)] = (p, s, time.time())
                 print(f"{q.count()} {p.row.name} · {s.name}: {s.progress()} -> running (log {log_path(s)})",
                       file=out, flush=True)
@@ -93,6 +99,8 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
                     q.finished.add(s.workdir)
                     print(f"{q.count()} {p.row.name} · {s.name}: done in {time.time() - t0:.0f} s", file=out,
                           flush=True)
+                    save_evidence(s)
+                    keep_params(plans)
                 elif not stop:
                     q.failed[s.workdir] = f"exit status {proc.returncode}, see {log_path(s)}"
                     print(f"{p.row.name} · {s.name}: failed ({q.failed[s.workdir]})", file=out, flush=True)

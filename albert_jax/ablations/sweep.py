@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shlex
 import sys
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from albert_jax.ablations import registry
+from albert_jax.ablations import evidence_dir, registry
 from albert_jax.ablations.evidence import RANDOM_SUFFIX
 from albert_jax.configs import schema
 from albert_jax.configs.arguments import Arg, Derived, parse_args
@@ -40,6 +41,7 @@ from albert_jax.runs import validate
 from albert_jax.training import rundir
 
 STAGE_PREFIXES = ("pretrain.", "finetune.")
+log = logging.getLogger(__name__)
 
 
 class SweepError(ValueError):
@@ -54,6 +56,7 @@ class Stage:
     spec: str  # experiments/<file>.py:<args>
     sets: list[str]
     after: Path | None = None  # the workdir of the stage this one reads (its init or warm start): runs first
+    evidence: Path | None = None  # where its evidence goes (sweep --evidence: ablations/evidence_dir.py)
 
     def config(self):
         c = load_config(self.spec)
@@ -71,7 +74,10 @@ class Stage:
         return shlex.join(["albert-jax", *self.args()])
 
     def done(self) -> bool:
-        return stage_done(self.kind, self.workdir, self.config())
+        """Finished here, or (with an evidence directory) finished wherever its evidence was written."""
+        c = self.config()
+        return stage_done(self.kind, self.workdir, c) or (self.evidence is not None
+                                                           and stage_done(self.kind, self.evidence, c))
 
     def progress(self) -> str:
         c = self.config()
@@ -146,8 +152,12 @@ def reuse(stage: Stage, runs: Path) -> Path | None:
 
 
 def stage_done(kind: str, workdir: Path, config) -> bool:
+    """One rule for a run's workdir and for its exported evidence (whose evidence.json records the checkpoint step
+    the run stood at): pretraining is done at its final step, fine-tuning when results.json has every seed."""
     if kind == "pretrain":
-        return rundir.latest_step(workdir / rundir.CHECKPOINTS) == config.train.num_train_steps
+        exported = evidence_dir.marker(workdir)
+        step = exported.get("step") if exported else rundir.latest_step(workdir / rundir.CHECKPOINTS)
+        return step == config.train.num_train_steps
     results = workdir / rundir.RESULTS
     if not results.is_file():
         return False
@@ -219,13 +229,15 @@ def random_init_sets(pretrain: Stage) -> list[str]:
 
 
 def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Iterable[str] | None = None,
-         experiments_dir: Path | None = None, seeds: int = 1, random_init: bool | None = None) -> list[RowPlan]:
+         experiments_dir: Path | None = None, seeds: int = 1, random_init: bool | None = None,
+         evidence: Path | None = None) -> list[RowPlan]:
     """The stages of every row (or the named ones), with their exact configs; nothing is run or written.
 
     seeds: pretraining seeds per row (train.seed k = 0..seeds-1, each fine-tuned like seed 0; the instances are
     the same, so a seed changes the initialisation and the order of the batches). random_init (default: every
     scale but smoke): each row also fine-tunes its architecture from random init, the baseline that says what
-    pretraining bought, once per pretraining seed."""
+    pretraining bought, once per pretraining seed. evidence: an evidence directory whose stages count as done
+    (evidence_dir.py)."""
     if seeds < 1:
         raise SweepError(f"--seeds {seeds}: at least 1")
     random_init = scale != "smoke" if random_init is None else random_init
@@ -268,6 +280,9 @@ def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Itera
                     name = f"finetune-{task}{RANDOM_SUFFIX}{seed_suffix(k)}"
                     stages.append(Stage("finetune", name, d / name, spec, sets + fixed["finetune"] + user["finetune"]
                                         + ([f"train.seed={TWIN_SEED_STRIDE * k}"] if k else [])))
+        if evidence is not None:
+            for s in stages:
+                s.evidence = row_directory(Path(evidence), exp.name, scale, row) / s.name
         plans.append(RowPlan(exp.name, scale, row, d, stages))
     return plans
 
@@ -309,10 +324,64 @@ def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
 
 # ------------------------------------------------------------------ running
 def write_row_json(p: RowPlan, state: dict) -> None:
-    p.directory.mkdir(parents=True, exist_ok=True)
-    tmp = p.directory / "row.json.tmp"
-    tmp.write_text(json.dumps({**p.describe(), **state}, indent=1), encoding="utf-8")
-    os.replace(tmp, p.directory / "row.json")
+    """row.json in the row's directory, and in its evidence directory when the sweep keeps one."""
+    text = json.dumps({**p.describe(), **state}, indent=1)
+    kept = p.stages[0].evidence
+    for d in [p.directory] + ([kept.parent] if kept is not None else []):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "row.json.tmp").write_text(text, encoding="utf-8")
+        os.replace(d / "row.json.tmp", d / "row.json")
+
+
+# ------------------------------------------------------------------ evidence (sweep --evidence)
+def save_evidence(s: Stage) -> None:
+    """Export a stage finished here whose evidence is missing or from before it finished."""
+    if s.evidence is not None:
+        c = s.config()
+        if stage_done(s.kind, s.workdir, c) and not stage_done(s.kind, s.evidence, c):
+            evidence_dir.export_stage(s.kind, s.workdir, s.evidence)
+
+
+def keep_params(plans: list[RowPlan]) -> None:
+    """A pretraining stage's final parameters stay in its evidence exactly while a stage that reads them (its
+    fine-tuning, a warm-started row) is unfinished: a study stopped there continues on another machine."""
+    stages = [s for p in plans for s in p.stages]
+    for t in stages:
+        if t.kind != "pretrain" or t.evidence is None or evidence_dir.marker(t.evidence) is None:
+            continue
+        needed = any(s.after == t.workdir and not s.done() for s in stages)
+        have = evidence_dir.has_params(t.evidence)
+        if needed and not have and stage_done(t.kind, t.workdir, t.config()):
+            evidence_dir.archive_params(t.workdir, t.evidence)
+        elif not needed and have:
+            evidence_dir.drop_params(t.evidence)
+
+
+def restore_source(s: Stage, plans: list[RowPlan]) -> None:
+    """Before `s` runs: the run it starts from, rebuilt from that stage's evidence when it finished elsewhere."""
+    src = next((t for p in plans for t in p.stages if s.after is not None and t.workdir == s.after), None)
+    if src is None or src.evidence is None:
+        return
+    c = src.config()
+    if stage_done(src.kind, src.workdir, c) or not stage_done(src.kind, src.evidence, c):
+        return
+    if not evidence_dir.has_params(src.evidence):
+        raise SweepError(f"{s.name} of {s.workdir.parent.name} starts from {src.name}, finished only as evidence in "
+                         f"{src.evidence} without its final parameters ({evidence_dir.PARAMS}/): copy that run to "
+                         f"{src.workdir}, or remove {src.evidence} to train it again")
+    step = evidence_dir.restore_params(src.evidence, src.workdir)
+    log.info("restored %s at step %d from %s", src.workdir, step, src.evidence)
+
+
+def export_evidence(exp: registry.Experiment, scale: str, runs, dest) -> list[Path]:
+    """Every row directory of `exp` at `scale` under `runs`, as it stands, exported to the evidence directory
+    `dest` (the same layout); the stage directories written."""
+    out = []
+    for row in exp.rows_at(scale):
+        d = row_directory(Path(runs), exp.name, scale, row)
+        if d.is_dir():
+            out += evidence_dir.export_row(d, row_directory(Path(dest), exp.name, scale, row))
+    return out
 
 
 def run_stage(stage: Stage) -> int | None:
@@ -336,6 +405,9 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
     With `reuse_stages`, a stage identical to a finished one under the same runs directory links to it."""
     total = total or len(plans)
     started = time.time()
+    for s in (s for p in plans for s in p.stages):
+        save_evidence(s)  # finished before the sweep kept evidence
+    keep_params(plans)
     for i, p in enumerate(plans, start=offset + 1):
         status = {s.name: ("done" if s.done() else s.progress()) for s in p.stages}
         write_row_json(p, {"state": "running", "stages_state": status})
@@ -348,7 +420,9 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
             if src is not None:  # linked to a stage that find_identical found finished
                 print(f"[{i}/{total}]   {s.name}: identical to the finished {src}: linked, not rerun", file=out,
                       flush=True)
+                save_evidence(s)
                 continue
+            restore_source(s, plans)
             print(f"[{i}/{total}]   {s.name}: {s.progress()} -> running  ({s.command()})", file=out, flush=True)
             t0 = time.time()
             stopped = run_stage(s)
@@ -358,6 +432,8 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
                       file=out, flush=True)
                 return stopped
             print(f"[{i}/{total}]   {s.name}: done in {time.time() - t0:.0f} s", file=out, flush=True)
+            save_evidence(s)
+            keep_params(plans)
         write_row_json(p, {"state": "done", "stages_state": {s.name: "done" for s in p.stages}})
         elapsed = time.time() - started
         print(f"[{i}/{total}] done · {i - offset}/{len(plans)} rows this run in {elapsed:.0f} s", file=out,
@@ -367,20 +443,22 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
 
 def run_chain_job(experiment: str, scale: str, runs: str, rows: list[str], overrides: list[str],
                   experiments_dir: str, reuse_stages: bool = True, seeds: int = 1,
-                  random_init: bool | None = None, tasks: list[str] | None = None) -> dict:
+                  random_init: bool | None = None, tasks: list[str] | None = None, evidence: str | None = None) -> dict:
     """The function a scheduler job runs (picklable: plain arguments); one chain of rows, resumable."""
     if int(os.environ.get("SLURM_NTASKS", "1")) > 1:  # a multi-host job: JAX's runtime finds the SLURM cluster
         from albert_jax import sharding  # noqa: PLC0415  heavy: jax
 
         sharding.init_distributed()
     exp = registry.get(experiment, experiments_dir).with_tasks(tasks)
-    plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init)
+    plans = plan(exp, scale, Path(runs), overrides, rows, Path(experiments_dir), seeds, random_init,
+                 Path(evidence) if evidence else None)
     stopped = run_rows(plans, reuse_stages=reuse_stages)
     return {"rows": rows, "finished": stopped is None}
 
 
 def launch_commands(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, seeds: int = 1,
-                    random_init: bool | None = None, tasks: list[str] | None = None) -> list[str]:
+                    random_init: bool | None = None, tasks: list[str] | None = None,
+                    evidence: str | None = None) -> list[str]:
     out = []
     for g in groups:
         cmd = ["albert-jax", "sweep", exp.name, "--scale", scale, "--runs", str(runs),
@@ -391,6 +469,8 @@ def launch_commands(exp: registry.Experiment, scale: str, runs, groups: list[lis
             cmd += ["--seeds", str(seeds)]
         if random_init is not None:
             cmd += ["--random-init" if random_init else "--no-random-init"]
+        if evidence:
+            cmd += ["--evidence", str(evidence)]
         for o in overrides or ():
             cmd += ["--set", o]
         out.append(shlex.join(cmd))
@@ -400,7 +480,7 @@ def launch_commands(exp: registry.Experiment, scale: str, runs, groups: list[lis
 def submit(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan]], overrides, launcher: str,
            resources: dict[str, Any], experiments_dir: Path, wait: bool = True, out=sys.stdout,
            reuse_stages: bool = True, seeds: int = 1, random_init: bool | None = None,
-           tasks: list[str] | None = None) -> list[dict]:
+           tasks: list[str] | None = None, evidence: str | None = None) -> list[dict]:
     """One submitit job per chain; `launcher` is 'slurm' or 'submitit-local' (this machine, same code path)."""
     import submitit  # noqa: PLC0415  heavy: submitit
 
@@ -417,7 +497,8 @@ def submit(exp: registry.Experiment, scale: str, runs, groups: list[list[RowPlan
     for g in groups:
         names = [p.row.name for p in g]
         job = executor.submit(run_chain_job, exp.name, scale, str(runs), names, list(overrides or ()),
-                              str(experiments_dir), reuse_stages, seeds, random_init, tasks)
+                              str(experiments_dir), reuse_stages, seeds, random_init, tasks,
+                              str(evidence) if evidence else None)
         print(f"submitted job {job.job_id}: {', '.join(names)}", file=out, flush=True)
         jobs.append((names, job))
     if not wait:

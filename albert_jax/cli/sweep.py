@@ -16,7 +16,7 @@ def _run(args) -> int:
     exp = registry.get(args.name, args.experiments_dir).with_tasks(tasks)
     rows = [r for r in (args.rows or "").split(",") if r] or None
     plans = sweep.plan(exp, args.scale, Path(args.runs), args.set, rows, args.experiments_dir, args.seeds,
-                       args.random_init)
+                       args.random_init, Path(args.evidence) if args.evidence else None)
     groups = sweep.chains(plans)
     if args.plan:
         from albert_jax.ablations import sweep_plan  # noqa: PLC0415  CLI start: the planner's modules
@@ -35,7 +35,7 @@ def _run(args) -> int:
         raise sweep.SweepError(f"--jobs is the local launcher's; --launcher {args.launcher} runs one job per chain")
     if args.launcher == "print":
         for line in sweep.launch_commands(exp, args.scale, args.runs, groups, args.set, args.seeds, args.random_init,
-                                          tasks):
+                                          tasks, args.evidence):
             print(line)
         return 0
     sweep.check(plans)
@@ -62,13 +62,13 @@ def _run(args) -> int:
         exp_dir = Path(args.experiments_dir) if args.experiments_dir else registry.experiments_dir()
         results = sweep.submit(exp, args.scale, args.runs, groups, args.set, args.launcher, resources, exp_dir,
                                wait=not args.no_wait, reuse_stages=not args.no_reuse, seeds=args.seeds,
-                               random_init=args.random_init, tasks=tasks)
+                               random_init=args.random_init, tasks=tasks, evidence=args.evidence)
         if not args.no_wait and not all(r.get("finished") for r in results):
             return INTERRUPTED
     if args.table and args.launcher == "local" or (args.table and not args.no_wait):
         from albert_jax.ablations import table  # noqa: PLC0415  CLI start
 
-        text, files = table.build(exp, args.scale, args.runs)
+        text, files = table.build(exp, args.scale, args.evidence or args.runs)  # the evidence holds every row
         print("\n" + text)
         print("wrote " + ", ".join(str(f) for f in files))
     return 0
@@ -98,6 +98,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--random-init", dest="random_init", action=argparse.BooleanOptionalAction, default=None,
                    help="also fine-tune each row's architecture from random init, the table's baseline row "
                    "(default: on at the cpu and paper scales, off at smoke)")
+    p.add_argument("--evidence", metavar="DIR", help="an evidence directory (docs/experiments.md): a stage whose "
+                   "evidence is there counts as done, even with no run of it under --runs; each stage's evidence is "
+                   "written there as it finishes; --table is built from it")
     p.add_argument("--table", action="store_true", help="print the table (and write CSV and plots) at the end")
     p.add_argument("--no-reuse", action="store_true",
                    help="train every stage here even when a finished stage under --runs has identical settings "

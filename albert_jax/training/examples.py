@@ -7,6 +7,7 @@ their intervals over them (ablations/evidence.py). numpy only: reading a table i
 from __future__ import annotations
 
 import os
+import zipfile
 
 import numpy as np
 
@@ -25,12 +26,16 @@ def save_examples(path: str, kept: dict[str, dict]) -> None:
 
 
 def load_examples(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]] | None:
-    """What save_examples wrote, or None when there is no such file."""
+    """What save_examples wrote, or None when there is no such file; an unreadable one raises ValueError naming
+    it (a table must not quietly fall back to seeds alone because a file was damaged)."""
     if not os.path.isfile(path):
         return None
     out: dict[str, dict[str, np.ndarray]] = {}
-    with np.load(path) as z:
-        for key in z.files:
-            name, _, field = key.partition("/")
-            out.setdefault(name, {})[field] = z[key]
+    try:
+        with np.load(path) as z:
+            for key in z.files:
+                name, _, field = key.partition("/")
+                out.setdefault(name, {})[field] = z[key]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: not a readable per-example file ({type(e).__name__}: {e})") from None
     return out
