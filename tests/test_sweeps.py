@@ -474,6 +474,13 @@ def test_a_table_rebuilds_byte_for_byte_from_its_evidence_alone(swept, tmp_path,
     assert len(sweep.export_evidence(registry.get("table4"), "smoke", runs, evidence)) == 4
     from_runs = _rebuilt(runs, tmp_path / "from-runs")
     shutil.rmtree(runs)
+    # Committed evidence names no path of this machine: its cache and runs roots are placeholders (exported from
+    # the runs directory the sweep ran in, whose paths its files record).
+    from albert_jax.data.fetch import default_cache_dir
+    sweep.export_evidence(registry.get("table4"), "smoke", swept[0], tmp_path / "portable")
+    texts = [p.read_text(encoding="utf-8") for p in (tmp_path / "portable").rglob("*.json")]
+    assert not any(str(swept[0]) in t or str(default_cache_dir()) in t for t in texts)
+    assert any(evidence_dir.CACHE_ROOT in t for t in texts) and any(evidence_dir.RUNS_ROOT in t for t in texts)
 
     def no_cache(*_):
         raise AssertionError("the table read the data cache's eval shards")

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from albert_jax.ablations import evidence
+from albert_jax.data.fetch import default_cache_dir
 from albert_jax.training import examples, rundir
 
 EVIDENCE = "evidence"  # the directory beside a committed table.md
@@ -91,6 +92,43 @@ def _examples(src: Path, dst: Path, fields: tuple[str, ...] | None) -> None:
                                           for name, f in kept.items()})
 
 
+# This machine's roots in the JSON an evidence directory keeps (config.json, results.json, row.json): written as these
+# placeholders, so committed evidence names no machine's paths and rows exported on different machines still pair by
+# their held-out set (table.collect compares eval_shards as strings); `restore_params` puts the local roots back.
+CACHE_ROOT, RUNS_ROOT = "${ALBERT_JAX_CACHE}", "${RUNS}"
+
+
+def _roots(runs: Path) -> list[tuple[str, str]]:
+    return [(str(Path(default_cache_dir()).absolute()), CACHE_ROOT), (str(Path(runs).absolute()), RUNS_ROOT)]
+
+
+def _swap(obj, pairs: list[tuple[str, str]]):
+    if isinstance(obj, dict):
+        return {k: _swap(v, pairs) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_swap(v, pairs) for v in obj]
+    if isinstance(obj, str):  # a path, or a command line that holds some
+        for old, new in pairs:
+            obj = new if obj == old else obj.replace(old.rstrip("/") + "/", new + "/")
+    return obj
+
+
+def portable_json(src: Path, dst: Path, runs: Path) -> None:
+    """Copy a JSON file with this machine's cache and runs roots replaced by their placeholders."""
+    if src.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        data = _swap(json.loads(src.read_text(encoding="utf-8")), _roots(runs))
+        dst.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def local_json(src: Path, dst: Path, runs: Path) -> None:
+    """The inverse of `portable_json`: the placeholders replaced by this machine's roots."""
+    if src.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        data = _swap(json.loads(src.read_text(encoding="utf-8")), [(new, old) for old, new in _roots(runs)])
+        dst.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
 def _copy(src: Path, dst: Path) -> None:
     if src.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +144,7 @@ def export_stage(kind: str, workdir: Path, dest: Path) -> Path:
     tmp.mkdir(parents=True)
     step = None
     if kind == "pretrain":
-        _copy(workdir / rundir.CONFIG, tmp / rundir.CONFIG)
+        portable_json(workdir / rundir.CONFIG, tmp / rundir.CONFIG, workdir.absolute().parents[3])
         records = _metric_records(workdir)
         if records:
             (tmp / rundir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -117,10 +155,11 @@ def export_stage(kind: str, workdir: Path, dest: Path) -> Path:
                 json.dumps({"commonest": counts[0], "masked": counts[1]}) + "\n", encoding="utf-8")
         step = rundir.latest_step(workdir / rundir.CHECKPOINTS)
     else:
-        _copy(workdir / rundir.RESULTS, tmp / rundir.RESULTS)
+        runs = workdir.absolute().parents[3]
+        portable_json(workdir / rundir.RESULTS, tmp / rundir.RESULTS, runs)
         for seed_dir in rundir.seed_dirs(workdir).values():
             if (seed_dir / rundir.RESULTS).is_file():
-                _copy(seed_dir / rundir.RESULTS, tmp / seed_dir.name / rundir.RESULTS)
+                portable_json(seed_dir / rundir.RESULTS, tmp / seed_dir.name / rundir.RESULTS, runs)
                 _examples(seed_dir / examples.BEST_EXAMPLES_FILE, tmp / seed_dir.name / examples.BEST_EXAMPLES_FILE,
                           None)
     files = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
@@ -138,7 +177,7 @@ def export_stage(kind: str, workdir: Path, dest: Path) -> Path:
 def export_row(row_dir: Path, dest: Path) -> list[Path]:
     """Every stage of a row's directory (and its row.json) into `dest`; the stage directories written."""
     dest.mkdir(parents=True, exist_ok=True)
-    _copy(Path(row_dir) / "row.json", dest / "row.json")
+    portable_json(Path(row_dir) / "row.json", dest / "row.json", Path(row_dir).absolute().parents[2])
     out = []
     for d in sorted(Path(row_dir).iterdir()):
         kind = stage_kind(d.name)
@@ -225,7 +264,7 @@ def restore_params(stage_dir: Path, workdir: Path) -> int:
     except (OSError, ValueError) as e:
         raise EvidenceError(f"{path}: not a readable parameter archive ({e})") from None
     workdir.mkdir(parents=True, exist_ok=True)
-    _copy(stage_dir / rundir.CONFIG, workdir / rundir.CONFIG)
+    local_json(stage_dir / rundir.CONFIG, workdir / rundir.CONFIG, workdir.absolute().parents[3])
     for name in TOKENIZER_FILES:
         _copy(stage_dir / PARAMS / name, workdir / name)
     checkpoints = (workdir / rundir.CHECKPOINTS).absolute()

@@ -326,11 +326,13 @@ def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
 def write_row_json(p: RowPlan, state: dict) -> None:
     """row.json in the row's directory, and in its evidence directory when the sweep keeps one."""
     text = json.dumps({**p.describe(), **state}, indent=1)
+    p.directory.mkdir(parents=True, exist_ok=True)
+    (p.directory / "row.json.tmp").write_text(text, encoding="utf-8")
+    os.replace(p.directory / "row.json.tmp", p.directory / "row.json")
     kept = p.stages[0].evidence
-    for d in [p.directory] + ([kept.parent] if kept is not None else []):
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "row.json.tmp").write_text(text, encoding="utf-8")
-        os.replace(d / "row.json.tmp", d / "row.json")
+    if kept is not None:  # its evidence copy, naming no path of this machine (evidence_dir.portable_json)
+        evidence_dir.portable_json(p.directory / "row.json", kept.parent / "row.json",
+                                   p.directory.absolute().parents[2])
 
 
 # ------------------------------------------------------------------ evidence (sweep --evidence)
