@@ -456,7 +456,7 @@ def test_zh_few_labels_links_zh_masking_pretraining_and_fine_tunes_on_1000_label
     assert [sweep.fingerprint(s) for s in few.stages if s.kind == "pretrain"] == \
         [sweep.fingerprint(s) for s in full.stages if s.kind == "pretrain"]
     tuned = [s for s in few.stages if s.kind == "finetune"]
-    assert len(tuned) == 6 and {s.config().data.train_examples for s in tuned} == {1000}
+    assert len(tuned) == 8 and {s.config().data.train_examples for s in tuned} == {1000}  # 2 seeds x 2 tasks, x2 twins
     assert {s.config().data.train_examples for s in full.stages if s.kind == "finetune"} == {0}
 
 
