@@ -140,12 +140,15 @@ class Reading:
     p: float = 1.0
     coverage: float | None = None  # the lower simulated coverage of the two rows' intervals (None: not known)
     seeds: str = ""  # the seed counts behind it, in words
+    in_family: bool = False  # tested, so one of the family Holm adjusts over (not: not run, a row that did not learn)
 
 
 def judge_family(readings: list[Reading], tested: dict[int, stats.Estimate]) -> None:
     """Holm over the family's p-values: a resolved verdict (reproduced or contradicted) whose hypothesis Holm
     does not reject becomes "not resolved after Holm"."""
     idx = [i for i in tested if readings[i].raw]
+    for i in idx:
+        readings[i].in_family = True
     keep = stats.holm([readings[i].p for i in idx], HOLM_ALPHA)
     for i, kept in zip(idx, keep):
         r = readings[i]

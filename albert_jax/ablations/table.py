@@ -391,9 +391,11 @@ def markdown(exp: registry.Experiment, scale: str, records: list[dict]) -> str:
     notes += baseline_lines(exp, records)
     checked = check_readings(exp, records)
     if checked:
-        notes.append(f"The paper's reading, checked against the intervals: one family of {len(checked)} "
-                     f"readings, Holm-adjusted at {100 * readings.HOLM_ALPHA:.0f}% (albert_jax/ablations/readings.py);"
-                     " \"at chance\" by two one-sided tests within the stated margin:")
+        tested = sum(r.in_family for r in checked)
+        notes.append(f"The paper's reading, checked against the intervals: one family of {tested} tested "
+                     f"reading{'s' if tested != 1 else ''}, Holm-adjusted at {100 * readings.HOLM_ALPHA:.0f}% "
+                     "(albert_jax/ablations/readings.py); \"at chance\" by two one-sided tests within the stated "
+                     "margin:")
         notes += [readings.line(r) for r in checked]
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
@@ -452,7 +454,8 @@ def baseline_lines(exp: registry.Experiment, records: list[dict]) -> list[str]:
                 shown.add((arch, t))
                 twins = [n for n in rnd.get("per_pretraining") or (rnd["n"],) if n]
                 out.append(f"Random init, {arch}, {t} dev: {_spread(rnd)} ({len(twins)} twin"
-                           f"{'s' if len(twins) != 1 else ''} × {'+'.join(map(str, twins))} fine-tuning seeds).")
+                           f"{'s' if len(twins) != 1 else ''} × {'+'.join(map(str, twins))} fine-tuning seed"
+                           f"{'s' if twins != [1] else ''}).")
             d = r["vs_random"].get(t)
             if d is not None:
                 out.append(f"- {r['row']} − random init on {t}: {_signed(d)}")
