@@ -23,7 +23,7 @@ ACCEL_STAMP := $(VENV_ACCEL)/.installed
 # devices) and GPUs (a deviceless compile), on this CPU.
 ACCEL_TESTS := $(VENV_ACCEL)/bin/python -m pytest tests/test_plan.py -m accel -p no:cacheprovider --durations=5
 
-.PHONY: install data test test-sweeps beam test-beam accel test-accel lint demo clean
+.PHONY: install data test test-sweeps beam test-beam accel test-accel beam-tests accel-tests lint demo clean
 
 install: $(STAMP)
 
@@ -58,21 +58,22 @@ TEST_WORKERS ?= 3
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 # `make test` lints first (seconds, before any data or venv beyond the main one): ruff as pyproject.toml configures
 # it (pyflakes, lines over 120, imports inside functions only with a reason) and the CLI's --help.
-# Then the main suite, and beside it the Beam pipeline's tests in the Beam venv (below: its records equal the local
-# path's on a real corpus) and the planner's in the accelerator venv, their output printed after the suite's: each
-# keeps about one core busy for a minute or two, which the suite's waits (child processes, locks, signals) leave free.
+# Then, side by side, the Beam pipeline's tests in the Beam venv (below: its records equal the local path's on a real
+# corpus) and the planner's in the accelerator venv.
 # The Beam venv is built while the main venv, data and TensorFlow are (two pips at once: about a minute less on a
 # fresh clone).
 test:
 	$(MAKE) lint
 	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP) $(ACCEL_STAMP)
-	@$(BEAM_TESTS) > $(VENV_BEAM)/tests.log 2>&1 & beam=$$!; \
-	$(ACCEL_TESTS) > $(VENV_ACCEL)/tests.log 2>&1 & accel=$$!; \
-	echo "$(PY) -m pytest tests -m \"not beam and not accel\" ... (beside it: the Beam and accelerator tests)"; \
-	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25; main=$$?; \
-	wait $$beam; b=$$?; wait $$accel; a=$$?; \
-	echo "--- $(BEAM_TESTS)"; cat $(VENV_BEAM)/tests.log; echo "--- $(ACCEL_TESTS)"; cat $(VENV_ACCEL)/tests.log; \
-	test $$main -eq 0 && test $$b -eq 0 && test $$a -eq 0
+	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
+	$(MAKE) -j2 --output-sync=target beam-tests accel-tests
+
+# The Beam and the accelerator tests side by side after the main suite, each output printed whole when it ends: each
+# keeps about one core busy (a DirectRunner, one TPU compile at a time), so together they take the longer one's time.
+beam-tests:
+	$(BEAM_TESTS)
+accel-tests:
+	$(ACCEL_TESTS)
 
 # Only the smoke sweeps (`make test` runs them too): every registered experiment pretrained, fine-tuned and tabled
 # at the smoke scale (tests/smoke_sweeps.py), for a change to an experiment's definition or to the sweep driver.
