@@ -103,3 +103,25 @@ def test_each_verdict_names_its_seed_counts_and_coverage():
 def test_a_bound_that_rounds_to_zero_still_shows_its_sign():
     assert readings.points(-0.0002) == "-0.02" and readings.points(0.0004) == "+0.04"
     assert readings.points(0.0) == "+0.0" and readings.points(0.034) == "+3.4"
+
+
+def test_a_table_says_what_more_seeds_would_buy_at_its_spreads():
+    """Two rows with 3 pretraining seeds 4 points apart: the line gives 1 / 2 / 3 seeds' coverage, rising; with one
+    seed per row there is no spread to simulate at, and it says so."""
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
+
+    exp = registry.Experiment("x", "x", "x", columns=(), rows=lambda s: [],
+                              checks=(Check("a beats b", "eval/sop_accuracy", "a", "b", "higher"),))
+
+    def row(name, levels):
+        samples = [_seeds(p, 1000, 1, seed=i)[0] for i, p in enumerate(levels)]
+        return {"row": name, "samples": {"eval/sop_accuracy": samples}, "est": {}}
+
+    rows = [row("a", [0.56, 0.60, 0.64]), row("b", [0.50, 0.54, 0.58])]
+    line = table.coverage_line(exp, rows)
+    cover = [int(x) for x in line.split(": ")[-1].rstrip("%.").split("% / ")]
+    assert len(cover) == 3 and cover[0] < 90 and cover[0] < cover[2], line
+    seen = np.median([stats.spreads(r["samples"]["eval/sop_accuracy"])[0] for r in rows])
+    assert f"seed SD {100 * seen:.1f} points between pretraining seeds" in line, line  # simulated at what is seen
+    assert "not known" in table.coverage_line(exp, [row("a", [0.6]), row("b", [0.5])])

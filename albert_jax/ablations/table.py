@@ -223,6 +223,32 @@ def row_coverage(records: list[dict], row: dict, column: str) -> float | None:
     return cache[column]
 
 
+def coverage_line(exp: registry.Experiment, records: list[dict]) -> str:
+    """What more seeds would buy: for each column a reading rests on, the simulated coverage of its "95%"
+    intervals at 1, 2 and 3 pretraining seeds, at the spreads the rows show (the median over rows with several
+    pretraining seeds) and this table's fine-tuning seeds and held-out examples (stats.coverage)."""
+    parts = []
+    for column in dict.fromkeys(c.column for c in exp.checks):
+        rows = [r for r in records if len(r["samples"].get(column) or []) > 1]
+        if not rows:
+            continue
+        spread = np.median([stats.spreads(r["samples"][column]) for r in rows], axis=0)
+        first = rows[0]["est"].get(column) or _estimate(rows[0]["samples"][column])
+        per = max(1, round(first.seeds / max(first.pretraining, 1)))
+        cover = [stats.coverage(n, per, float(spread[0]), float(spread[1]), first.examples, first.value)
+                 for n in (1, 2, 3)]
+        label = column[3:] if column.startswith("ft:") else column.split("/")[-1]
+        parts.append(f"{label} (seed SD {100 * spread[0]:.1f} points between pretraining seeds, "
+                     f"{100 * spread[1]:.1f} between fine-tuning seeds; {per} fine-tuning seed{'s' if per > 1 else ''}"
+                     f" each): {' / '.join(f'{100 * c:.0f}%' for c in cover)}")
+    if not parts:
+        return ("Coverage of the intervals behind the readings: not known (one pretraining seed per row, so no "
+                "seed-to-seed spread is seen; one seed covers far less than 95% wherever seeds differ: "
+                "docs/reproduction.md, \"How to read a verdict\").")
+    return ("Simulated coverage of the readings' 95% intervals at 1 / 2 / 3 pretraining seeds, at the spreads seen "
+            f"here (under {100 * readings.COVERED:.0f}%: under-covered): " + "; ".join(parts) + ".")
+
+
 def check_readings(exp: registry.Experiment, records: list[dict]) -> list[readings.Reading]:
     """Each of the experiment's checks with its verdict (readings.py: direction and size, equivalence for "at
     chance", a bound; Holm over the family). A verdict drawn while one of its rows is still running says "so far"
@@ -397,6 +423,7 @@ def markdown(exp: registry.Experiment, scale: str, records: list[dict]) -> str:
                      "(albert_jax/ablations/readings.py); \"at chance\" by two one-sided tests within the stated "
                      "margin:")
         notes += [readings.line(r) for r in checked]
+        notes.append(coverage_line(exp, records))
     done = sum(r["done"] for r in records)
     notes.append(f"{done}/{len(records)} rows finished.")
     return "\n".join(lines + [""] + notes) + "\n"
