@@ -506,6 +506,9 @@ def test_a_sweep_with_evidence_counts_exported_stages_done_and_exports_those_it_
     assert evidence_dir.PARAMS in refused.stderr
     # As a study stopped between the stages leaves it (the sweep archives them while a stage still needs them).
     evidence_dir.archive_params(swept[0] / "table4" / "smoke" / "e-128-all-shared" / "pretrain", first / "pretrain")
+    from albert_jax.data.fetch import default_cache_dir  # the tokenizer kept names no path of this machine
+    kept = (first / "pretrain" / evidence_dir.PARAMS / "spiece.model").read_bytes()
+    assert str(default_cache_dir()).encode() not in kept
     out = cli(*args, "--table").stdout
     assert "E=128 not-shared: pretrain done, finetune-rt_sentiment done" in out and out.count("-> running") == 1
     assert "finetune-rt_sentiment: 0/1 seeds -> running" in out

@@ -236,10 +236,26 @@ def archive_params(workdir: Path, dest: Path) -> Path:
     tmp.mkdir(parents=True)
     for name in TOKENIZER_FILES:
         _copy(Path(workdir) / name, tmp / name)
+    _without_training_paths(tmp / "spiece.model")
     np.savez_compressed(tmp / PARAMS_FILE, **{k: np.asarray(v) for k, v in flat.items()})
     shutil.rmtree(Path(dest) / PARAMS, ignore_errors=True)
     os.replace(tmp, Path(dest) / PARAMS)
     return Path(dest) / PARAMS
+
+
+def _without_training_paths(model: Path) -> None:
+    """A SentencePiece model records where it was trained (trainer_spec.input, model_prefix: this machine's
+    paths); committed evidence keeps neither. Encoding reads the pieces and normalizer, not these, so the
+    tokenizer is the same (the fine-tuning stage that restores it reads it through its init workdir)."""
+    if not model.is_file():
+        return
+    from sentencepiece import sentencepiece_model_pb2  # noqa: PLC0415  heavy: protobuf
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model.read_bytes())
+    proto.trainer_spec.ClearField("input")
+    proto.trainer_spec.ClearField("model_prefix")
+    model.write_bytes(proto.SerializeToString())
 
 
 def drop_params(stage_dir: Path) -> None:
