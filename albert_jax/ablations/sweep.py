@@ -348,10 +348,13 @@ def keep_params(plans: list[RowPlan]) -> None:
     """A pretraining stage's final parameters stay in its evidence exactly while a stage that reads them (its
     fine-tuning, a warm-started row) is unfinished: a study stopped there continues on another machine."""
     stages = [s for p in plans for s in p.stages]
+    # Which runs an unfinished stage still reads: each stage's done() loads its config, so asked once per stage,
+    # not once per stage for every pretraining stage.
+    read = {s.after for s in stages if s.after is not None and not s.done()}
     for t in stages:
         if t.kind != "pretrain" or t.evidence is None or evidence_dir.marker(t.evidence) is None:
             continue
-        needed = any(s.after == t.workdir and not s.done() for s in stages)
+        needed = t.workdir in read
         have = evidence_dir.has_params(t.evidence)
         if needed and not have and stage_done(t.kind, t.workdir, t.config()):
             evidence_dir.archive_params(t.workdir, t.evidence)
