@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 
 from albert_jax.ablations import stats
 from albert_jax.ablations.evidence import CHANCE
@@ -63,7 +62,7 @@ class Check:
         if d is None or not self.relative:
             return d
         level = est.get(self.against, {}).get(self.column)
-        return None if level is None or level.value <= 0 else _scaled(d, 1 / level.value)
+        return None if level is None or level.value <= 0 else d.scaled(1 / level.value)
 
     def judge(self, d: stats.Estimate) -> tuple[str, float]:
         """(verdict before the family's adjustment, the p-value of the test behind it)."""
@@ -77,9 +76,9 @@ class Check:
             return f"not resolved: neither within ±{100 * margin:.1f} of chance nor away from it", 1.0
         if self.expect == "at least":
             if d.low > self.size:
-                return "reproduced", _one_sided(d, self.size, above=True)
+                return "reproduced", d.one_sided_p(self.size, above=True)
             if d.high < self.size:
-                return "contradicted", _one_sided(d, self.size, above=False)
+                return "contradicted", d.one_sided_p(self.size, above=False)
             return "not resolved", 1.0
         if not d.resolved:
             return "not resolved", d.p_value()
@@ -100,11 +99,6 @@ class Check:
         return what
 
 
-def _scaled(d: stats.Estimate, k: float) -> stats.Estimate:
-    return dataclasses.replace(d, value=d.value * k, low=d.low * k, high=d.high * k,
-                               samples=None if d.samples is None else d.samples * k)
-
-
 def points(x: float) -> str:
     """A signed value in points to one decimal; one that rounds to 0 but is not 0 gets the digits that show its
     sign, so a resolved interval never prints a bound of "-0.0" or "+0.0" (issue 48)."""
@@ -116,19 +110,9 @@ def signed(d: stats.Estimate) -> str:
     return f"{points(d.value)} [{points(d.low)}, {points(d.high)}]"
 
 
-def _one_sided(d: stats.Estimate, bound: float, above: bool) -> float:
-    """The bootstrap p-value for "the value is on the other side of `bound`": the share of draws there, (k + 1) /
-    (draws + 1) as stats.Estimate.p_value counts."""
-    s = d.samples
-    if s is None:
-        return 1.0
-    k = np.count_nonzero(s <= bound) if above else np.count_nonzero(s >= bound)
-    return min(1.0, (k + 1) / (len(s) + 1))
-
-
 def _equivalence_p(d: stats.Estimate, margin: float) -> float:
     """Two one-sided tests: the larger of their p-values (below -margin, above +margin)."""
-    return max(_one_sided(d, -margin, above=True), _one_sided(d, margin, above=False))
+    return max(d.one_sided_p(-margin, above=True), d.one_sided_p(margin, above=False))
 
 
 @dataclasses.dataclass

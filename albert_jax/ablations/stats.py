@@ -96,9 +96,19 @@ class Estimate:
         differences at 5%: 5,199 draws). A point (one seed, no examples) gets 1: it tests nothing."""
         if self._point:
             return 1.0
+        return min(1.0, 2 * min(self.one_sided_p(null, above=True), self.one_sided_p(null, above=False)))
+
+    def one_sided_p(self, bound: float, above: bool) -> float:
+        """The bootstrap p-value for "the value lies above `bound`" (above=True; else below it): the share of draws
+        on the other side of it, ties included, (k + 1) / (draws + 1)."""
         s = self._draws()
-        tail = min(np.count_nonzero(s <= null), np.count_nonzero(s >= null))
-        return min(1.0, 2 * (tail + 1) / (len(s) + 1))
+        k = np.count_nonzero(s <= bound) if above else np.count_nonzero(s >= bound)
+        return (k + 1) / (len(s) + 1)
+
+    def scaled(self, by: float) -> Estimate:
+        """The estimate of value * by (a difference as a share of a level), its draws scaled with it."""
+        return dataclasses.replace(self, value=self.value * by, low=self.low * by, high=self.high * by,
+                                   samples=None if self.samples is None else self.samples * by)
 
     def shifted(self, by: float) -> Estimate:
         """The estimate of value + by (e.g. accuracy minus chance), its draws moved with it."""
