@@ -396,6 +396,18 @@ def test_coverage_is_nominal_without_seed_noise_and_exact_over_seeds_alone():
         stats.coverage(2, [1, 0], 0.03, 0.0, 0, 0.5)
 
 
+def test_blocks_of_examples_cover_as_single_examples_do():
+    # 1,000 examples in 250 blocks of 4 (the default) against one unit per example, at a seed SD where coverage is
+    # well below 95% (2 seeds, about 85%): the same within their Monte Carlo error (SE about 2 points each, 300
+    # simulations). A block read as one example (its correct count as a 0/1 score, or its size lost) would put the
+    # example noise 4 times too high or too low and move coverage by 10 points or more.
+    assert stats._blocks(1000, 250).tolist() == [4] * 250 and stats._blocks(1001, 250).sum() == 1001
+    assert stats._blocks(100, 250).tolist() == [1] * 100 and stats._blocks(1000, None).tolist() == [1] * 1000
+    exact = stats.coverage(2, 1, 0.03, 0.0, 1000, 0.5, units=None)
+    blocked = stats.coverage(2, 1, 0.03, 0.0, 1000, 0.5)
+    assert 0.75 < exact < 0.93 and blocked == pytest.approx(exact, abs=0.07)
+
+
 def test_spreads_of_a_nested_row():
     # Means 0.61 and 0.72: SD 0.11 / sqrt(2). Within: squared deviations 2 x 0.01^2 (1 dof) and 2 x 0.02^2 (2 dof).
     sd_pre, sd_ft = stats.spreads([[0.60, 0.62], [0.70, 0.72, 0.74]])
