@@ -23,7 +23,11 @@ ACCEL_STAMP := $(VENV_ACCEL)/.installed
 # devices) and GPUs (a deviceless compile), on this CPU.
 ACCEL_TESTS := $(VENV_ACCEL)/bin/python -m pytest tests/test_plan.py -m accel -p no:cacheprovider --durations=5
 
-.PHONY: install data test test-sweeps beam test-beam accel test-accel beam-tests accel-tests lint demo clean
+# Free disk the venvs still to be built need, in GB (each measured built, plus pip's unpacking room): a full disk
+# otherwise fails deep inside pip with "No space left on device" after minutes of work.
+DISK_NEEDS := $(STAMP):3 $(TF_STAMP):1 $(BEAM_STAMP):2 $(ACCEL_STAMP):5
+
+.PHONY: install data test disk test-sweeps beam test-beam accel test-accel beam-tests accel-tests lint demo clean
 
 install: $(STAMP)
 
@@ -62,7 +66,7 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # corpus) and the planner's in the accelerator venv.
 # The Beam venv is built while the main venv, data and TensorFlow are (two pips at once: about a minute less on a
 # fresh clone).
-test:
+test: disk
 	$(MAKE) lint
 	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP) $(ACCEL_STAMP)
 	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
@@ -70,6 +74,13 @@ test:
 
 # The Beam and the accelerator tests side by side after the main suite, each output printed whole when it ends: each
 # keeps about one core busy (a DirectRunner, one TPU compile at a time), so together they take the longer one's time.
+disk:
+	@need=0; for v in $(DISK_NEEDS); do [ -e "$${v%:*}" ] || need=$$((need + $${v##*:})); done; \
+	free=$$(df -Pk . | awk 'NR == 2 {print int($$4 / 1048576)}'); \
+	if [ "$$free" -lt "$$need" ]; then \
+		echo "make: the venvs still to be built need about $$need GB free on the disk of $$(pwd); it has $$free GB." \
+			"Free some (old clones, pip's cache: $(PYTHON) -m pip cache purge) and run make again." >&2; exit 1; fi
+
 beam-tests:
 	$(BEAM_TESTS)
 accel-tests:
@@ -139,7 +150,7 @@ DEMO_ROWS := nsp,sop
 DEMO_SET := --set pretrain.train.num_train_steps=600 --set pretrain.train.warmup_steps=60 \
 	--set pretrain.train.eval_every=75 --set pretrain.train.checkpoint_every=300 \
 	--set finetune.num_seeds=1 --set finetune.train.eval_every=50
-demo: install data
+demo: disk install data
 	$(VENV)/bin/albert-jax sweep table5 --scale cpu --runs workdirs/demo --rows $(DEMO_ROWS) $(DEMO_SET) --table
 	rm -rf workdirs/demo/best-hf
 	$(VENV)/bin/albert-jax export --to hf --out workdirs/demo/best-hf \
