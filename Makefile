@@ -62,18 +62,15 @@ TEST_WORKERS ?= 3
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorder)
 # `make test` lints first (seconds, before any data or venv beyond the main one): ruff as pyproject.toml configures
 # it (pyflakes, lines over 120, imports inside functions only with a reason) and the CLI's --help.
-# Then, side by side, the Beam pipeline's tests in the Beam venv (below: its records equal the local path's on a real
-# corpus) and the planner's in the accelerator venv.
-# The Beam venv is built while the main venv, data and TensorFlow are (two pips at once: about a minute less on a
-# fresh clone).
+# Then the Beam pipeline's tests in the Beam venv (below: its records equal the local path's on a real corpus) and the
+# planner's in the accelerator venv, each as soon as its venv and the data are there: on a fresh clone they run while
+# the other venvs and TensorFlow are still installing (pip waits on downloads and disk as much as on a core), not
+# after the main suite. Each output is printed whole when it ends. The main suite runs last, on idle cores.
 test: disk
 	$(MAKE) lint
-	$(MAKE) -j2 data $(TF_STAMP) $(BEAM_STAMP) $(ACCEL_STAMP)
+	$(MAKE) -j3 --output-sync=target data $(TF_STAMP) beam-tests accel-tests
 	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
-	$(MAKE) -j2 --output-sync=target beam-tests accel-tests
 
-# The Beam and the accelerator tests side by side after the main suite, each output printed whole when it ends: each
-# keeps about one core busy (a DirectRunner, one TPU compile at a time), so together they take the longer one's time.
 disk:
 	@need=0; for v in $(DISK_NEEDS); do [ -e "$${v%:*}" ] || need=$$((need + $${v##*:})); done; \
 	free=$$(df -Pk . | awk 'NR == 2 {print int($$4 / 1048576)}'); \
@@ -81,9 +78,9 @@ disk:
 		echo "make: the venvs still to be built need about $$need GB free on the disk of $$(pwd); it has $$free GB." \
 			"Free some (old clones, pip's cache: $(PYTHON) -m pip cache purge) and run make again." >&2; exit 1; fi
 
-beam-tests:
+beam-tests: data $(BEAM_STAMP)
 	$(BEAM_TESTS)
-accel-tests:
+accel-tests: data $(ACCEL_STAMP)
 	$(ACCEL_TESTS)
 
 # Only the smoke sweeps (`make test` runs them too): every registered experiment pretrained, fine-tuned and tabled
@@ -110,8 +107,7 @@ beam: $(BEAM_STAMP)
 
 # The Beam pipeline's tests alone (tests/test_beam.py; the other files need torch, which this venv lacks), in the
 # Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` ends with them.
-test-beam: data $(BEAM_STAMP)
-	$(BEAM_TESTS)
+test-beam: beam-tests
 
 # The compilers for accelerators this machine does not have (requirements-accel.txt) in a venv of their own: with
 # libtpu or the CUDA plugin beside jax, every plain `import jax` probes for a TPU or a GPU and warns. The plugin
@@ -128,8 +124,7 @@ $(ACCEL_STAMP): requirements.txt requirements.lock requirements-accel.txt pyproj
 accel: $(ACCEL_STAMP)
 
 # The planner's tests alone (tests/test_plan.py) in the accelerator venv; `make test` ends with them.
-test-accel: data $(ACCEL_STAMP)
-	$(ACCEL_TESTS)
+test-accel: accel-tests
 
 # ruff's rules and their exceptions, each with its reason: pyproject.toml, [tool.ruff.lint]. `make test` runs this.
 lint: install
