@@ -63,9 +63,10 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # `make test` lints first (seconds, before any data or venv beyond the main one): ruff as pyproject.toml configures
 # it (pyflakes, lines over 120, imports inside functions only with a reason) and the CLI's --help.
 # Then the Beam pipeline's tests in the Beam venv (below: its records equal the local path's on a real corpus) and the
-# planner's in the accelerator venv, each as soon as its venv and the data are there: on a fresh clone they run while
-# the other venvs and TensorFlow are still installing (pip waits on downloads and disk as much as on a core), not
-# after the main suite. Each output is printed whole when it ends. The main suite runs last, on idle cores.
+# planner's in the accelerator venv, each as soon as its venv and the data are there (a failure there shows in minutes,
+# not after the main suite), side by side: each keeps about one core busy (a DirectRunner, one TPU compile at a time).
+# Each output is printed whole when it ends. The main suite runs last, on idle cores. On a fresh clone the installs
+# end within about 2.5 minutes, the accelerator venv last, so little of these tests overlaps them (docs/benchmarks.md).
 test: disk
 	$(MAKE) lint
 	$(MAKE) -j3 --output-sync=target data $(TF_STAMP) beam-tests accel-tests
