@@ -125,3 +125,25 @@ def test_a_table_says_what_more_seeds_would_buy_at_its_spreads():
     seen = np.median([stats.spreads(r["samples"]["eval/sop_accuracy"])[0] for r in rows])
     assert f"seed SD {100 * seen:.1f} points between pretraining seeds" in line, line  # simulated at what is seen
     assert "not known" in table.coverage_line(exp, [row("a", [0.6]), row("b", [0.5])])
+
+
+def test_a_row_whose_seeds_all_score_the_same_lends_no_spread():
+    """Table 5's None row predicts one class on the balanced SOP set: 50.0% with each of its two seeds. Its zero
+    spread would make a one-seed row's interval look 95% covered; it lends none, so that coverage is not known, and
+    the what-more-seeds line leaves the column out. A row whose seeds differ does lend its spread."""
+    from albert_jax.ablations import registry
+    from albert_jax.ablations import table
+
+    exp = registry.Experiment("x", "x", "x", columns=(), rows=lambda s: [],
+                              checks=(Check("a beats b", "eval/sop_accuracy", "a", "b", "higher"),))
+    constant = np.r_[np.ones(500), np.zeros(500)]  # one class on a balanced set: exactly 50%
+
+    def row(name, samples):
+        return {"row": name, "samples": {"eval/sop_accuracy": samples}, "est": {}}
+
+    records = [row("none", [constant, constant.copy()]), row("a", [_seeds(0.6, 1000, 1, seed=0)[0]])]
+    assert table.row_coverage(records, records[1], "eval/sop_accuracy") is None
+    assert "not known" in table.coverage_line(exp, records)
+    varied = row("b", [_seeds(p, 1000, 1, seed=i)[0] for i, p in enumerate((0.52, 0.58))])
+    records = [records[0], row("a", [_seeds(0.6, 1000, 1, seed=0)[0]]), varied]
+    assert table.row_coverage(records, records[1], "eval/sop_accuracy") is not None

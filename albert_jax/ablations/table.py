@@ -207,29 +207,36 @@ def reference_row(exp: registry.Experiment, records: list[dict]) -> dict | None:
     return next((r for r in records if r["row"] == name), None)
 
 
+def _spread_rows(records: list[dict], column: str) -> list[dict]:
+    """The rows whose seeds show a spread in `column`: several pretraining seeds that do not all score the same.
+    A row predicting one class on a balanced set scores exactly 50% with every seed (Table 5's None row on NSP and
+    SOP): its zero spread says nothing of how far a row that learned varies from seed to seed."""
+    return [r for r in records if len(r["samples"].get(column) or []) > 1
+            and any(sd > 0 for sd in stats.spreads(r["samples"][column]))]
+
+
 def row_coverage(records: list[dict], row: dict, column: str) -> float | None:
     """The simulated coverage of `row`'s 95% intervals in `column` at its seed counts and observed spreads
     (stats.row_coverage), kept in the record; a row with one pretraining seed borrows the median pretraining
-    spread of the rows that have several (None where none has)."""
+    spread of the rows whose seeds show one (`_spread_rows`; None where none does)."""
     cache = row.setdefault("coverage", {})
     if column not in cache:
         samples = row["samples"].get(column) if column != "ft:mean" else None
         if not samples:
             cache[column] = None
         else:
-            others = [stats.spreads(r["samples"][column])[0] for r in records
-                      if len(r["samples"].get(column) or []) > 1]
+            others = [stats.spreads(r["samples"][column])[0] for r in _spread_rows(records, column)]
             cache[column] = stats.row_coverage(samples, sd_pretraining=float(np.median(others)) if others else None)
     return cache[column]
 
 
 def coverage_line(exp: registry.Experiment, records: list[dict]) -> str:
     """What more seeds would buy: for each column a reading rests on, the simulated coverage of its "95%"
-    intervals at 1, 2 and 3 pretraining seeds, at the spreads the rows show (the median over rows with several
-    pretraining seeds) and this table's fine-tuning seeds and held-out examples (stats.coverage)."""
+    intervals at 1, 2 and 3 pretraining seeds, at the spreads the rows show (the median over the rows whose
+    seeds show one, `_spread_rows`) and this table's fine-tuning seeds and held-out examples (stats.coverage)."""
     parts = []
     for column in dict.fromkeys(c.column for c in exp.checks):
-        rows = [r for r in records if len(r["samples"].get(column) or []) > 1]
+        rows = _spread_rows(records, column)
         if not rows:
             continue
         spread = np.median([stats.spreads(r["samples"][column]) for r in rows], axis=0)
