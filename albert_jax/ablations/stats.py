@@ -432,13 +432,14 @@ def coverage(n_pretraining: int, n_finetuning: int | Sequence[int], sd_pretraini
     rng = np.random.default_rng(seed)
     group = np.repeat(np.arange(n_pretraining), counts)
     sizes = _blocks(n_examples, units)
+    den = np.broadcast_to(sizes.astype(np.float64), (len(group), len(sizes)))
     hits = 0
     for _ in range(sims):
         q = np.clip(p + rng.normal(0, sd_pretraining, n_pretraining)[group] + rng.normal(0, sd_finetuning, len(group)),
                     0, 1)
         if n_examples:
             num = rng.binomial(sizes, q[:, None]).astype(np.float64)
-            row = _Row(num, np.broadcast_to(sizes.astype(np.float64), num.shape), True, counts)
+            row = _Row(num, den, True, counts)
             ex = _examples_draw(row, draws, rng)
         else:
             row, ex = _Row(q[:, None], np.ones((len(group), 1)), False, counts), None

@@ -207,25 +207,26 @@ def reference_row(exp: registry.Experiment, records: list[dict]) -> dict | None:
     return next((r for r in records if r["row"] == name), None)
 
 
-def _spread_rows(records: list[dict], column: str) -> list[dict]:
-    """The rows whose seeds show a spread in `column`: several pretraining seeds that do not all score the same.
-    A row predicting one class on a balanced set scores exactly 50% with every seed (Table 5's None row on NSP and
-    SOP): its zero spread says nothing of how far a row that learned varies from seed to seed."""
-    return [r for r in records if len(r["samples"].get(column) or []) > 1
-            and any(sd > 0 for sd in stats.spreads(r["samples"][column]))]
+def _seen_spreads(records: list[dict], column: str) -> list[tuple[dict, tuple[float, float]]]:
+    """(row, its stats.spreads) for the rows whose seeds show a spread in `column`: several pretraining seeds that
+    do not all score the same. A row predicting one class on a balanced set scores exactly 50% with every seed
+    (Table 5's None row on NSP and SOP): its zero spread says nothing of how far a row that learned varies from
+    seed to seed."""
+    seen = [(r, stats.spreads(r["samples"][column])) for r in records if len(r["samples"].get(column) or []) > 1]
+    return [(r, sd) for r, sd in seen if any(x > 0 for x in sd)]
 
 
 def row_coverage(records: list[dict], row: dict, column: str) -> float | None:
     """The simulated coverage of `row`'s 95% intervals in `column` at its seed counts and observed spreads
     (stats.row_coverage), kept in the record; a row with one pretraining seed borrows the median pretraining
-    spread of the rows whose seeds show one (`_spread_rows`; None where none does)."""
+    spread of the rows whose seeds show one (`_seen_spreads`; None where none does)."""
     cache = row.setdefault("coverage", {})
     if column not in cache:
         samples = row["samples"].get(column) if column != "ft:mean" else None
         if not samples:
             cache[column] = None
         else:
-            others = [stats.spreads(r["samples"][column])[0] for r in _spread_rows(records, column)]
+            others = [sd[0] for _, sd in _seen_spreads(records, column)]
             cache[column] = stats.row_coverage(samples, sd_pretraining=float(np.median(others)) if others else None)
     return cache[column]
 
@@ -233,14 +234,15 @@ def row_coverage(records: list[dict], row: dict, column: str) -> float | None:
 def coverage_line(exp: registry.Experiment, records: list[dict]) -> str:
     """What more seeds would buy: for each column a reading rests on, the simulated coverage of its "95%"
     intervals at 1, 2 and 3 pretraining seeds, at the spreads the rows show (the median over the rows whose
-    seeds show one, `_spread_rows`) and this table's fine-tuning seeds and held-out examples (stats.coverage)."""
+    seeds show one, `_seen_spreads`) and this table's fine-tuning seeds and held-out examples (stats.coverage)."""
     parts = []
     for column in dict.fromkeys(c.column for c in exp.checks):
-        rows = _spread_rows(records, column)
-        if not rows:
+        seen = _seen_spreads(records, column)
+        if not seen:
             continue
-        spread = np.median([stats.spreads(r["samples"][column]) for r in rows], axis=0)
-        first = rows[0]["est"].get(column) or _estimate(rows[0]["samples"][column])
+        spread = np.median([sd for _, sd in seen], axis=0)
+        first_row = seen[0][0]
+        first = first_row["est"].get(column) or _estimate(first_row["samples"][column])
         per = max(1, round(first.seeds / max(first.pretraining, 1)))
         cover = [stats.coverage(n, per, float(spread[0]), float(spread[1]), first.examples, first.value)
                  for n in (1, 2, 3)]
