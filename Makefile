@@ -27,7 +27,7 @@ ACCEL_TESTS := $(VENV_ACCEL)/bin/python -m pytest tests/test_plan.py -m accel -p
 # otherwise fails deep inside pip with "No space left on device" after minutes of work.
 DISK_NEEDS := $(STAMP):3 $(TF_STAMP):1 $(BEAM_STAMP):2 $(ACCEL_STAMP):5
 
-.PHONY: install data test disk test-sweeps beam test-beam accel test-accel beam-tests accel-tests lint demo clean
+.PHONY: install data test disk test-sweeps beam test-beam accel test-accel lint demo clean
 
 install: $(STAMP)
 
@@ -69,7 +69,7 @@ XDIST := $(if $(filter 0,$(TEST_WORKERS)),,--dist loadfile --no-loadscope-reorde
 # end within about 2.5 minutes, the accelerator venv last, so little of these tests overlaps them (docs/benchmarks.md).
 test: disk
 	$(MAKE) lint
-	$(MAKE) -j3 --output-sync=target data $(TF_STAMP) beam-tests accel-tests
+	$(MAKE) -j3 --output-sync=target data $(TF_STAMP) test-beam test-accel
 	$(PY) -m pytest tests -m "not beam and not accel" -n $(TEST_WORKERS) $(XDIST) --durations=25
 
 disk:
@@ -78,11 +78,6 @@ disk:
 	if [ "$$free" -lt "$$need" ]; then \
 		echo "make: the venvs still to be built need about $$need GB free on the disk of $$(pwd); it has $$free GB." \
 			"Free some (old clones, pip's cache: $(PYTHON) -m pip cache purge) and run make again." >&2; exit 1; fi
-
-beam-tests: data $(BEAM_STAMP)
-	$(BEAM_TESTS)
-accel-tests: data $(ACCEL_STAMP)
-	$(ACCEL_TESTS)
 
 # Only the smoke sweeps (`make test` runs them too): every registered experiment pretrained, fine-tuned and tabled
 # at the smoke scale (tests/smoke_sweeps.py), for a change to an experiment's definition or to the sweep driver.
@@ -107,8 +102,9 @@ $(BEAM_STAMP): requirements.txt requirements.lock requirements-beam.txt requirem
 beam: $(BEAM_STAMP)
 
 # The Beam pipeline's tests alone (tests/test_beam.py; the other files need torch, which this venv lacks), in the
-# Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` ends with them.
-test-beam: beam-tests
+# Beam venv: the same records as the local path on a real corpus, at 1 and 2 workers. `make test` runs them first.
+test-beam: data $(BEAM_STAMP)
+	$(BEAM_TESTS)
 
 # The compilers for accelerators this machine does not have (requirements-accel.txt) in a venv of their own: with
 # libtpu or the CUDA plugin beside jax, every plain `import jax` probes for a TPU or a GPU and warns. The plugin
@@ -124,8 +120,9 @@ $(ACCEL_STAMP): requirements.txt requirements.lock requirements-accel.txt pyproj
 
 accel: $(ACCEL_STAMP)
 
-# The planner's tests alone (tests/test_plan.py) in the accelerator venv; `make test` ends with them.
-test-accel: accel-tests
+# The planner's tests alone (tests/test_plan.py) in the accelerator venv; `make test` runs them first.
+test-accel: data $(ACCEL_STAMP)
+	$(ACCEL_TESTS)
 
 # ruff's rules and their exceptions, each with its reason: pyproject.toml, [tool.ruff.lint]. `make test` runs this.
 lint: install
