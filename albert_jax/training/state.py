@@ -15,6 +15,7 @@ from flax import linen as nn
 from jax.sharding import NamedSharding, PartitionSpec
 
 from albert_jax import sharding as shd
+from albert_jax.training import reuse
 
 
 @flax.struct.dataclass
@@ -30,16 +31,21 @@ def _init_fn(task, model_cfg):
     return lambda rng: model.init(rng, **inputs)["params"]
 
 
+_ABSTRACT = reuse.Kept(16)  # shapes only: small
+_FRESH = reuse.Kept(8)  # jitted initialisers (each keeps its compiled program)
+
+
 def abstract_params(task, model_cfg):
     """Boxed abstract parameters (shapes + logical axis names); nothing is allocated."""
-    return jax.eval_shape(_init_fn(task, model_cfg), jax.random.PRNGKey(0))
+    return _ABSTRACT.get(reuse.fingerprint(task, model_cfg),
+                         lambda: jax.eval_shape(_init_fn(task, model_cfg), jax.random.PRNGKey(0)))
 
 
 def state_shardings(tx, mesh, boxed):
     """(abstract state, its NamedShardings): parameters by the logical rules, optimizer slots like their params."""
     param_sh = shd.param_shardings(boxed, mesh)
     replicated = NamedSharding(mesh, PartitionSpec())
-    abstract = jax.eval_shape(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)), nn.unbox(boxed))
+    abstract = jax.eval_shape(make_from_params(tx), nn.unbox(boxed))
     opt_sh = optax.tree_utils.tree_map_params(tx, lambda _, s: s, abstract.opt_state, param_sh,
                                               transform_non_params=lambda _: replicated)
     shardings = TrainState(step=replicated, params=param_sh, opt_state=opt_sh)
@@ -47,25 +53,30 @@ def state_shardings(tx, mesh, boxed):
     return abstract, shardings
 
 
-def init_state(task, model_cfg, tx, mesh, rng, shardings):
-    """The initial state, created directly in its sharded layout (no host copy of the full model)."""
+def make_init(task, model_cfg, tx):
+    """rng -> the initial state (step 0, the model's initial parameters, new optimizer slots); jit it with the
+    state's shardings to create it directly in its sharded layout (no host copy of the full model)."""
     init_params = _init_fn(task, model_cfg)
 
-    def init(r):
-        params = nn.unbox(init_params(r))
+    def init(rng):
+        params = nn.unbox(init_params(rng))
         return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+    return init
 
+
+def make_from_params(tx):
+    """params -> a fresh train state around them (step 0, new optimizer slots)."""
+    return lambda params: TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+
+def init_state(task, model_cfg, tx, mesh, rng, shardings):
+    """The initial state, created directly in its sharded layout. (The training loop uses its program's own
+    jitted `make_init`, training/program.py, which a later run of the same program reuses.)"""
     with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
-        return jax.jit(init, out_shardings=shardings)(rng)
-
-
-def state_from_params(params, tx, mesh, shardings):
-    """A fresh train state (step 0, new optimizer slots) around given parameters, laid out by `shardings`."""
-    with jax.set_mesh(mesh), nn.logical_axis_rules(shd.AXIS_RULES):
-        return jax.jit(lambda p: TrainState(jnp.zeros((), jnp.int32), p, tx.init(p)),
-                       out_shardings=shardings)(params)
+        return jax.jit(make_init(task, model_cfg, tx), out_shardings=shardings)(rng)
 
 
 def fresh_params(task, model_cfg, rng):
     """Unboxed host parameters of a new model (used to fill the parts an init source does not have)."""
-    return jax.device_get(nn.unbox(jax.jit(_init_fn(task, model_cfg))(rng)))
+    init = _FRESH.get(reuse.fingerprint(task, model_cfg), lambda: jax.jit(_init_fn(task, model_cfg)))
+    return jax.device_get(nn.unbox(init(rng)))
