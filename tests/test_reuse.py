@@ -90,3 +90,19 @@ def test_a_built_program_is_the_same_object_for_the_same_inputs(sentence_task):
         is first
     assert program.build(PretrainingTask(sentence_task), CFG, c.train, shd.make_mesh(devices=jax.devices()[:2])) \
         is not first  # another mesh
+
+
+def test_the_finite_check_is_kept_per_structure_and_mesh_and_names_the_bad_leaves():
+    import jax
+    import jax.numpy as jnp
+
+    from albert_jax import sharding as shd
+    from albert_jax.training import checkpoints as ckpt
+
+    ckpt._FINITE_FNS.clear()
+    for k in range(3):  # three runs, each with its own (equal) mesh, as a sweep's stages make them
+        mesh = shd.make_mesh(devices=jax.devices()[:2])
+        put = lambda x: jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))  # noqa
+        tree = {"a": put(jnp.ones(4)), "b": {"c": put(jnp.array([1.0, jnp.nan if k == 2 else 0.0]))}}
+        assert ckpt.nonfinite_leaves(tree) == (["b/c"] if k == 2 else [])
+    assert len(ckpt._FINITE_FNS) == 1

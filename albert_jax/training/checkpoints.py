@@ -35,7 +35,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from albert_jax.data.fetch import sha256_file  # the one file hasher
-from albert_jax.training import rundir
+from albert_jax.training import reuse, rundir
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def _from_jsonable(tree: Any) -> Any:
 
 
 # ---------------------------------------------------------------- finiteness
-_FINITE_FNS: dict = {}
+_FINITE_FNS = reuse.Kept(16)  # by the state's structure and mesh: a long sweep keeps the last few
 
 
 def nonfinite_leaves(tree: Any) -> list[str]:
@@ -101,13 +101,11 @@ def nonfinite_leaves(tree: Any) -> list[str]:
     xs = tuple(x for _, x in flat)
     sharding = getattr(xs[0], "sharding", None)
     mesh = getattr(sharding, "mesh", None)
-    key = (jax.tree_util.tree_structure(xs), id(mesh))
-    if key not in _FINITE_FNS:
-        out_sh = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()) \
-            if isinstance(sharding, jax.sharding.NamedSharding) else None
-        _FINITE_FNS[key] = jax.jit(lambda leaves: jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]),
-                                   out_shardings=out_sh)
-    flags = _FINITE_FNS[key](xs)
+    out_sh = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()) \
+        if isinstance(sharding, jax.sharding.NamedSharding) else None
+    check = _FINITE_FNS.get((jax.tree_util.tree_structure(xs), mesh), lambda: jax.jit(
+        lambda leaves: jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]), out_shardings=out_sh))
+    flags = check(xs)
     flags = np.asarray(flags if flags.is_fully_addressable else flags.addressable_data(0))
     return [name for (name, _), ok in zip(flat, flags) if not ok]
 

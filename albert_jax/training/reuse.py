@@ -69,5 +69,8 @@ class Kept:
             self._values.popitem(last=False)
         return value
 
+    def __len__(self) -> int:
+        return len(self._values)
+
     def clear(self) -> None:
         self._values.clear()
