@@ -181,19 +181,11 @@ def train(run: Run, workdir: str) -> TrainResult:
 
 @dataclasses.dataclass
 class _Session:
-    """What the setup phase builds for the others: the compiled steps, the checkpoint directories and the data."""
-    tx: Any
-    schedule: Any
-    abstract_state: Any
-    shardings: Any
-    mesh: Any
-    train_step: Callable
-    eval_step: Callable
-    init: Callable  # rng -> the initial state
-    from_params: Callable  # params -> a fresh state around them
+    """What the setup phase builds for the others: the run's program (training/program.py: its schedule, abstract
+    state, init and steps), the checkpoint directories and the data."""
+    prog: program.Program
     checkpointer: Any  # ckpt.Checkpointer of workdir/checkpoints
     best_ckpt: Any  # of workdir/best, for runs with `select`; None otherwise
-    batch_sh: Any
     batches: Any
 
 
@@ -206,12 +198,12 @@ def _train(run: Run, workdir: str) -> TrainResult:
         state, last_eval, best, stop_signal, early = _train_steps(run, workdir, session, start, state, best)
     finally:
         _finish(session)
-    t = run.config.train
+    t, prog = run.config.train, session.prog
     return TrainResult(
         eval=last_eval, step=int(jax.device_get(state.step)), signal=stop_signal,
-        best=best if session.best_ckpt is not None else None, abstract_state=session.abstract_state, early_stop=early,
-        evaluate=lambda params, sets, keep=None: evaluate(session.eval_step, params, run.task, sets, t.batch_size,
-                                                          session.batch_sh, 0, keep=keep))
+        best=best if session.best_ckpt is not None else None, abstract_state=prog.abstract_state, early_stop=early,
+        evaluate=lambda params, sets, keep=None: evaluate(prog.eval_step, params, run.task, sets, t.batch_size,
+                                                          prog.batch_sh, 0, keep=keep))
 
 
 def _setup(run: Run, workdir: str) -> _Session:
@@ -240,26 +232,25 @@ def _setup(run: Run, workdir: str) -> _Session:
 
     prog = program.build(task, model_cfg, t, mesh)
     return _Session(
-        tx=prog.tx, schedule=prog.schedule, abstract_state=prog.abstract_state, shardings=prog.shardings,
-        mesh=mesh, train_step=prog.train_step, eval_step=prog.eval_step, init=prog.init, from_params=prog.from_params,
+        prog=prog,
         # Under the workdir lock this run is the only writer: unfinished writes left in either directory are stale.
         checkpointer=ckpt.Checkpointer(ckpt_dir, keep=t.keep_checkpoints, clean_temporaries=True),
         best_ckpt=ckpt.Checkpointer(best_dir, keep=1, clean_temporaries=True) if run.select else None,
-        batch_sh=prog.batch_sh, batches=data.train_iterator(t.batch_size, prog.batch_sh, seed=t.seed))
+        batches=data.train_iterator(t.batch_size, prog.batch_sh, seed=t.seed))
 
 
 def _restore(run: Run, s: _Session):
     """(first step to run, state, best dev evaluation so far) from the newest good checkpoint, or a fresh start."""
     t = run.config.train
     # Loading the data-iterator state is part of restoring a step: a damaged one sends the walk back too.
-    restored = s.checkpointer.restore_latest(s.abstract_state, validate=lambda _s, d, _m: s.batches.set_state(d))
+    restored = s.checkpointer.restore_latest(s.prog.abstract_state, validate=lambda _s, d, _m: s.batches.set_state(d))
     best = {"value": -math.inf, "step": 0}
     if restored is None:
         start = 0
         if run.init_params is not None:
-            state = s.from_params(run.init_params())
+            state = s.prog.from_params(run.init_params())
         else:
-            state = s.init(jax.random.PRNGKey(t.seed))
+            state = s.prog.init(jax.random.PRNGKey(t.seed))
     else:
         start, state, _, _ = restored  # its data-iterator state is loaded (the walk-back's `validate`)
         log.info("resumed from step %d", start)
@@ -283,7 +274,7 @@ def _evaluate_at(run: Run, workdir: str, s: _Session, state, done: int, best: di
     `select`, the best dev checkpoint so far, saved when this evaluation beats it. Returns (evaluation, best)."""
     t = run.config.train
     kept = {} if done == t.num_train_steps else None
-    last_eval = evaluate(s.eval_step, state.params, run.task, run.data.eval_sets, t.batch_size, s.batch_sh,
+    last_eval = evaluate(s.prog.eval_step, state.params, run.task, run.data.eval_sets, t.batch_size, s.prog.batch_sh,
                          t.eval_batches, keep=kept)
     if kept and jax.process_index() == 0:
         examples.save_examples(os.path.join(workdir, examples.EXAMPLES_FILE), kept)
@@ -330,7 +321,7 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
     last_good = [start if start else None]  # the newest checked checkpoint on disk
     kept = rundir.truncate_metrics(os.path.join(workdir, rundir.METRICS), start) if jax.process_index() == 0 else []
     clock, writer = mx.RunClock.resumed_from(kept), mx.MetricWriter(workdir)
-    progress = Progress(run, s.schedule, writer, clock, start,
+    progress = Progress(run, s.prog.schedule, writer, clock, start,
                         lambda: _last_good(last_good[0], s.checkpointer.directory))
     rng = jax.random.PRNGKey(t.seed + 1)  # folded with the step inside train_step
     pending = None  # (step number, metrics, batch length) of the step dispatched last, read one step later
@@ -341,7 +332,7 @@ def _train_steps(run: Run, workdir: str, s: _Session, start: int, state, best: d
         try:
             for step in range(start, start if early else t.num_train_steps):
                 batch = next(s.batches)
-                state, new_metrics = s.train_step(state, batch, rng)
+                state, new_metrics = s.prog.train_step(state, batch, rng)
                 s.checkpointer.poll()  # a failed background save stops the run here, not several saves later
                 if pending is not None:
                     progress.step(*pending)  # step t-1's metrics, read while step t runs
