@@ -106,3 +106,8 @@ def test_the_finite_check_is_kept_per_structure_and_mesh_and_names_the_bad_leave
         tree = {"a": put(jnp.ones(4)), "b": {"c": put(jnp.array([1.0, jnp.nan if k == 2 else 0.0]))}}
         assert ckpt.nonfinite_leaves(tree) == (["b/c"] if k == 2 else [])
     assert len(ckpt._FINITE_FNS) == 1
+    big = jnp.finfo(jnp.float32).max  # finite, though their sum is not
+    tree = {"big": jnp.full(4, big), "inf": jnp.array([0.0, jnp.inf]), "-inf": jnp.array([-jnp.inf, 1.0]),
+            "nan": jnp.array([[jnp.nan]], jnp.bfloat16), "bf16": jnp.ones(3, jnp.bfloat16), "zero": jnp.zeros(0),
+            "ints": jnp.arange(3)}  # not floating point: not checked
+    assert ckpt.nonfinite_leaves(tree) == ["-inf", "inf", "nan"]  # the tree's own (sorted) order
