@@ -15,6 +15,7 @@ from fault_main import command
 from albert_jax.runs import finetune as ft
 from albert_jax.tasks.features import Features, TaskDataError, encode_text
 from albert_jax.tasks.registry import LOCAL, make_task
+from albert_jax.training import state as st
 from procs import user_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +50,11 @@ def test_init_from_pretraining_run_copies_the_encoder(pretrained):
     for a, b in zip(jax.tree.leaves(params["albert"]), jax.tree.leaves(encoder)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert set(params) == {"albert", "classifier"}  # the head is new; MLM/SOP heads are not carried over
+    # The new head is initialised alone (training/state.py `fresh_params(only=...)`), with the values a whole new
+    # model would give it.
+    whole = st.fresh_params(task, cfg, jax.random.PRNGKey(0))
+    for a, b in zip(jax.tree.leaves(params["classifier"]), jax.tree.leaves(whole["classifier"])):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_two_seeds_best_checkpoint_test_once_and_rerun_reuses(pretrained, tmp_path):

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 from flax import linen as nn
+from flax import traverse_util
 
 from albert_jax.config import AlbertConfig, model_from_section
 from albert_jax.data import bucketing, tokenization
@@ -216,17 +217,23 @@ def with_depth(cfg: AlbertConfig, depth: int, where: str) -> AlbertConfig:
 
 
 def initial_params(task, model_cfg, src: InitSource, seed: int, reset_head: bool) -> dict:
-    fresh = st.fresh_params(task, model_cfg, jax.random.PRNGKey(seed))
+    """The fine-tuning's first parameters: the source's encoder (and head, where it is reused) merged into the
+    model's tree; every leaf the source does not give starts from the model's own initialiser with `seed`."""
+    rng = jax.random.PRNGKey(seed)
     if src.kind == "random":
-        return fresh
-    out = dict(fresh)
-    out["albert"] = _merge(fresh["albert"], src.encoder(), "albert")
+        return st.fresh_params(task, model_cfg, rng)
+    shapes = nn.unbox(st.abstract_params(task, model_cfg))  # what to merge into; unfilled leaves stay abstract
+    out = dict(shapes)
+    out["albert"] = _merge(shapes["albert"], src.encoder(), "albert")
     if src.head is not None and not reset_head and src.head_reused:
         head = src.head()
         if src.head_order is not None:
             head = _reorder_head(head, src.head_order)
-        out.update({k: _merge(fresh[k], v, k) for k, v in head.items() if k in fresh})
-    return out
+        out.update({k: _merge(shapes[k], v, k) for k, v in head.items() if k in shapes})
+    flat = traverse_util.flatten_dict(out)
+    missing = tuple(path for path, v in flat.items() if isinstance(v, jax.ShapeDtypeStruct))
+    flat.update(st.fresh_params(task, model_cfg, rng, only=missing) if missing else {})
+    return traverse_util.unflatten_dict(flat)
 
 
 def _reorder_head(head: dict, order: list[int]) -> dict:

@@ -76,7 +76,23 @@ def init_state(task, model_cfg, tx, mesh, rng, shardings):
         return jax.jit(make_init(task, model_cfg, tx), out_shardings=shardings)(rng)
 
 
-def fresh_params(task, model_cfg, rng):
-    """Unboxed host parameters of a new model (used to fill the parts an init source does not have)."""
-    init = _FRESH.get(reuse.fingerprint(task, model_cfg), lambda: jax.jit(_init_fn(task, model_cfg)))
-    return jax.device_get(nn.unbox(init(rng)))
+def fresh_params(task, model_cfg, rng, only: tuple[tuple[str, ...], ...] | None = None):
+    """Unboxed host parameters of a new model: the whole tree, or with `only` (paths of leaves) a dict of just those
+    leaves, each with the very values the whole tree would give it. A fine-tuning that loads its encoder needs
+    only the new head's few leaves: its program then leaves out the encoder's initialisers (XLA removes what no
+    output reads), which made it one of a fine-tuning's dearest compiles (docs/benchmarks.md, 2026-12-07)."""
+    init = _init_fn(task, model_cfg)
+    if only is None:
+        make = lambda: jax.jit(init)  # noqa: E731
+    else:
+        make = lambda: jax.jit(lambda r: [_at(init(r), path) for path in only])  # noqa: E731
+    found = reuse.fingerprint(task, model_cfg)
+    fn = _FRESH.get(None if found is None else (found, only), make)
+    out = jax.device_get(nn.unbox(fn(rng)))
+    return out if only is None else dict(zip(only, out))
+
+
+def _at(tree, path: tuple[str, ...]):
+    for key in path:
+        tree = tree[key]
+    return tree
