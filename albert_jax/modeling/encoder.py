@@ -43,9 +43,10 @@ _SAVED = {
 
 
 def _take(tree, index):
-    """Entry `index` (an int or a traced scalar) of every leaf's leading axis. A dynamic slice, not jnp's `a[i]`:
-    the same values, but indexing traces a gather through jnp's general indexing path, several milliseconds per
-    leaf, which made it half of a grouped layer's tracing (numpy leaves are fine: lax converts them)."""
+    """Entry `index` (a non-negative int or traced scalar: a dynamic slice clamps, it does not wrap) of every leaf's
+    leading axis. A dynamic slice, not jnp's `a[i]`: the same values, but indexing traces a gather through jnp's
+    general indexing path, several milliseconds per leaf, which made it half of a grouped layer's tracing (numpy
+    leaves are fine: lax converts them)."""
     return jax.tree.map(lambda a: jax.lax.dynamic_index_in_dim(a, index, keepdims=False), tree)
 
 
