@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import linen as nn
+from flax import traverse_util
 from jax.sharding import NamedSharding, PartitionSpec
 
 from albert_jax import sharding as shd
@@ -85,14 +86,8 @@ def fresh_params(task, model_cfg, rng, only: tuple[tuple[str, ...], ...] | None 
     if only is None:
         make = lambda: jax.jit(init)  # noqa: E731
     else:
-        make = lambda: jax.jit(lambda r: [_at(init(r), path) for path in only])  # noqa: E731
+        make = lambda: jax.jit(lambda r: [traverse_util.flatten_dict(init(r))[path] for path in only])  # noqa: E731
     found = reuse.fingerprint(task, model_cfg)
     fn = _FRESH.get(None if found is None else (found, only), make)
     out = jax.device_get(nn.unbox(fn(rng)))
     return out if only is None else dict(zip(only, out))
-
-
-def _at(tree, path: tuple[str, ...]):
-    for key in path:
-        tree = tree[key]
-    return tree
