@@ -86,7 +86,11 @@ def fresh_params(task, model_cfg, rng, only: tuple[tuple[str, ...], ...] | None 
     if only is None:
         make = lambda: jax.jit(init)  # noqa: E731
     else:
-        make = lambda: jax.jit(lambda r: [traverse_util.flatten_dict(init(r))[path] for path in only])  # noqa: E731
+        def picked(r):  # one init traced, its leaves picked: XLA drops the rest
+            flat = traverse_util.flatten_dict(init(r))
+            return [flat[path] for path in only]
+
+        make = lambda: jax.jit(picked)  # noqa: E731
     found = reuse.fingerprint(task, model_cfg)
     fn = _FRESH.get(None if found is None else (found, only), make)
     out = jax.device_get(nn.unbox(fn(rng)))
