@@ -1,6 +1,7 @@
 """What the tables rest on (albert_jax/ablations/evidence.py): seeds found on disk, per-example samples read back
 from the files the trainer writes, the "did not learn" flag, and the verdicts on the paper's reading."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,43 @@ def test_a_committed_table_rebuilds_byte_for_byte_from_its_evidence(directory, t
     table.build(registry.get(name), scale, root, tmp_path, plots=False)
     for f in ("table.md", "table.csv"):
         assert (tmp_path / f).read_bytes() == (directory / f).read_bytes(), f"{directory / f} differs from its rebuild"
+
+
+ABSOLUTE_PATH = re.compile(r"(?:^|[\s=:,'\"])/[\w.-]+/")  # "/home/x/...", "--workdir=/tmp/..."; not "eval/mlm"
+
+
+def _strings(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+    elif isinstance(obj, str):
+        yield obj
+
+
+def test_an_absolute_path_is_found_in_a_string_and_a_metric_name_is_not():
+    assert ABSOLUTE_PATH.search("/home/someone/runs/table5")
+    assert ABSOLUTE_PATH.search("albert-jax pretrain --workdir=/tmp/x/pretrain")
+    assert not ABSOLUTE_PATH.search("eval/mlm_accuracy")
+    assert not ABSOLUTE_PATH.search("${RUNS}/table5/cpu/sop/pretrain")
+
+
+@pytest.mark.parametrize("directory", committed_tables(), ids=lambda d: str(d.relative_to(DOCS)))
+def test_committed_evidence_names_no_machine_path(directory):
+    """Exported evidence writes the cache and runs roots as placeholders and strips a SentencePiece model's
+    training paths (evidence_dir.portable_json, _without_training_paths): a path of the machine that ran the study
+    would say nothing on another and must not be committed."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    root = directory / evidence_dir.EVIDENCE
+    for f in sorted([*root.rglob("*.json"), *root.rglob("*.jsonl")]):
+        lines = f.read_text().splitlines() if f.suffix == ".jsonl" else [f.read_text()]
+        for n, line in enumerate(lines, 1):
+            for s in _strings(json.loads(line)) if line.strip() else ():
+                assert not ABSOLUTE_PATH.search(s), f"{f}:{n}: an absolute path in {s!r}"
+    for model in root.rglob("spiece.model"):
+        proto = sentencepiece_model_pb2.ModelProto()
+        proto.ParseFromString(model.read_bytes())
+        assert not proto.trainer_spec.input and not proto.trainer_spec.model_prefix, f"{model}: training paths kept"
