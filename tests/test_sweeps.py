@@ -228,6 +228,33 @@ def test_jobs_start_each_stage_after_what_it_reads_and_an_identical_twin_after_i
     assert q.next_ready()[1].workdir == deeper[0].stages[0].workdir and q.next_ready() is None
 
 
+def test_a_sweep_trains_the_tokenizer_its_random_init_twins_read_before_any_stage(tmp_path):
+    """With --jobs a twin starts beside the pretraining that trains the corpus tokenizer on a new cache, and a
+    study resumed from evidence on a new machine may have no pretraining left to run: the twin found no tokenizer
+    and failed (2026-12-07). The sweep's preamble trains it first."""
+    from albert_jax.data import fetch
+    from albert_jax.tasks.pretraining.input import tokenizer_model_path
+
+    text = tmp_path / "corpus.txt"  # a corpus new to the cache (its key is the file's path, size and time)
+    text.write_text("".join((Path(__file__).parent / "fixtures" / "sotu_sample.txt").open().readlines()[:1500]))
+    corpus = ["pretrain.data.corpus=text_corpus/twin", f"pretrain.data.corpus_paths={text}",
+              "pretrain.data.vocab_size=300", "pretrain.data.held_out_fraction=0.2"]
+    plans = sweep.plan(registry.get("table5"), "smoke", tmp_path / "runs", corpus, rows=["NSP"], random_init=True)
+    pre, twin = plans[0].stages[0], plans[0].stages[-1]
+    model = tokenizer_model_path(pre.config().data)
+    try:
+        assert twin.tokenizer_of is pre and twin.config().data.tokenizer == str(model) and not model.exists()
+        sweep.prepare(plans)
+        assert model.is_file()  # trained, with no stage run
+        stamp = model.stat().st_mtime_ns
+        sweep.prepare(plans)  # a resumed sweep finds it and trains nothing
+        assert model.stat().st_mtime_ns == stamp
+    finally:  # the cache keeps nothing of a corpus no later run can name
+        digest = model.parent.name.rsplit("-", 1)[1]
+        for d in [model.parent, *(fetch.default_cache_dir() / "tfds" / "text_corpus").glob(f"twin_{digest}*")]:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def test_jobs_run_stages_side_by_side_pass_sigterm_on_and_resume(tmp_path):
     args = [sys.executable, "-m", "albert_jax.main", "sweep", "table5", "--scale", "smoke", "--runs", str(tmp_path),
             "--rows", "NSP,SOP", "--random-init", "--jobs", "2", *FAST]

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from albert_jax import lifeline
-from albert_jax.ablations.sweep import (RowPlan, Stage, SweepError, fingerprint, keep_params, restore_source, reuse,
-                                        save_evidence, write_row_json)
+from albert_jax.ablations.sweep import (RowPlan, Stage, SweepError, fingerprint, keep_params, prepare, restore_source,
+                                        reuse, save_evidence, write_row_json)
 
 POLL_S = 0.5
 
@@ -60,9 +60,7 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
     if jobs < 1:
         raise SweepError(f"--jobs {jobs}: at least 1")
     runs = plans[0].directory.parents[2] if plans else Path(".")
-    for s in (s for p in plans for s in p.stages):
-        save_evidence(s)  # finished before the sweep kept evidence
-    keep_params(plans)
+    prepare(plans)
     q = _Queue([(p, s) for p in plans for s in p.stages if not s.done()], reuse_stages)
     for p in plans:
         write_row_json(p, {"state": "running", "stages_state": {s.name: s.progress() for s in p.stages}})

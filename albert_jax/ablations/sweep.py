@@ -57,6 +57,7 @@ class Stage:
     sets: list[str]
     after: Path | None = None  # the workdir of the stage this one reads (its init or warm start): runs first
     evidence: Path | None = None  # where its evidence goes (sweep --evidence: ablations/evidence_dir.py)
+    tokenizer_of: Stage | None = None  # a random-init stage: the pretraining whose corpus tokenizer it reads
 
     def config(self):
         c = load_config(self.spec)
@@ -279,7 +280,8 @@ def plan(exp: registry.Experiment, scale: str, runs, overrides=None, rows: Itera
                     spec = f"{exp_dir / 'finetune.py'}:task={task},init=random,scale={scale}"
                     name = f"finetune-{task}{RANDOM_SUFFIX}{seed_suffix(k)}"
                     stages.append(Stage("finetune", name, d / name, spec, sets + fixed["finetune"] + user["finetune"]
-                                        + ([f"train.seed={TWIN_SEED_STRIDE * k}"] if k else [])))
+                                        + ([f"train.seed={TWIN_SEED_STRIDE * k}"] if k else []),
+                                        tokenizer_of=stages[0]))
         if evidence is not None:
             for s in stages:
                 s.evidence = row_directory(Path(evidence), exp.name, scale, row) / s.name
@@ -342,6 +344,32 @@ def save_evidence(s: Stage) -> None:
         c = s.config()
         if stage_done(s.kind, s.workdir, c) and not stage_done(s.kind, s.evidence, c):
             evidence_dir.export_stage(s.kind, s.workdir, s.evidence)
+
+
+def prepare(plans: list[RowPlan]) -> None:
+    """What a sweep does before its first stage, however it runs them: the evidence of stages finished before it
+    kept evidence, the parameters its unfinished stages read, and the tokenizers its random-init stages read."""
+    for s in (s for p in plans for s in p.stages):
+        save_evidence(s)
+    keep_params(plans)
+    train_twin_tokenizers(plans)
+
+
+def train_twin_tokenizers(plans: list[RowPlan]) -> None:
+    """A random-init stage reads its corpus's cached tokenizer, which a pretraining run trains on its first start.
+    Where none has yet (a new machine or cache), it is trained here, once per corpus and vocabulary, under the
+    cache's lock: with --jobs a twin starts beside the pretraining it does not wait for, and a study resumed from
+    evidence may have no pretraining left to run at all; either way the twin would find no tokenizer."""
+    from albert_jax.tasks.pretraining.input import corpus_tokenizer, tokenizer_model_path  # noqa: PLC0415  heavy
+
+    wanted = {}
+    for s in (s for p in plans for s in p.stages if s.tokenizer_of is not None and not s.done()):
+        d = s.tokenizer_of.config().data
+        wanted.setdefault(tokenizer_model_path(d), d)
+    for path, d in wanted.items():
+        if not path.exists():
+            log.warning("training the corpus tokenizer %s, which the random-init stages read", path)
+            corpus_tokenizer(d)
 
 
 def keep_params(plans: list[RowPlan]) -> None:
@@ -410,9 +438,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
     With `reuse_stages`, a stage identical to a finished one under the same runs directory links to it."""
     total = total or len(plans)
     started = time.time()
-    for s in (s for p in plans for s in p.stages):
-        save_evidence(s)  # finished before the sweep kept evidence
-    keep_params(plans)
+    prepare(plans)
     for i, p in enumerate(plans, start=offset + 1):
         status = {s.name: ("done" if s.done() else s.progress()) for s in p.stages}
         write_row_json(p, {"state": "running", "stages_state": status})
