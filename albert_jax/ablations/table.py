@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import threadpoolctl
 
 from albert_jax.ablations import evidence
 from albert_jax.ablations import readings
@@ -541,13 +542,20 @@ def headline_values(exp: registry.Experiment, records: list[dict]) -> tuple[dict
     return ours, (paper if any(v is not None for v in paper.values()) else None), intervals
 
 
+# The bootstraps' matrix products (stats._drawn_scores) are a few seeds wide: OpenBLAS's threads give them nothing
+# on an idle machine and triple a table's time on a busy one (a study training beside it, the suite's workers:
+# benchmarks/table_build.py, docs/benchmarks.md "Tables"). Exact either way: the sums are of whole counts.
+BLAS_THREADS: int | None = 1  # None: OpenBLAS's own count
+
+
 def build(exp: registry.Experiment, scale: str, runs, out_dir=None, plots: bool = True) -> tuple[str, list[Path]]:
     """Markdown text, and the files written (CSV, curves PNG, bars PNG) under out_dir (default: the sweep's)."""
     exp = with_found_tasks(exp, scale, runs)
-    records = collect(exp, scale, runs)
+    with threadpoolctl.threadpool_limits(BLAS_THREADS, user_api="blas"):
+        records = collect(exp, scale, runs)
+        text = markdown(exp, scale, records)
     out = Path(out_dir) if out_dir else Path(runs) / exp.name / scale
     out.mkdir(parents=True, exist_ok=True)
-    text = markdown(exp, scale, records)
     (out / "table.md").write_text(text, encoding="utf-8")
     files = [out / "table.md", write_csv(exp, records, out / "table.csv")]
     if plots:
