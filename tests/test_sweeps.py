@@ -2,6 +2,7 @@
 tables built from their runs."""
 import csv
 import dataclasses
+import io
 import json
 import os
 import re
@@ -547,6 +548,37 @@ def test_a_sweep_with_evidence_counts_exported_stages_done_and_exports_those_it_
     ours = json.loads((first / "finetune-rt_sentiment" / "seed-0" / "results.json").read_text())
     assert ours["dev"] == theirs["dev"]  # fine-tuned from the restored parameters: the same run
     assert _rebuilt(evidence, tmp_path / "from-evidence") == _rebuilt(swept[0], tmp_path / "from-runs")
+
+
+def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept, tmp_path):
+    """claim_e128's E=128 rows are table4's: on a machine with table4's evidence and none of its runs, the claim's
+    sweep copies those stages' evidence instead of training them again (--link-evidence)."""
+    from albert_jax.ablations import evidence_link
+
+    theirs = tmp_path / "table4-evidence"
+    sweep.export_evidence(registry.get("table4"), "smoke", swept[0], theirs)
+    sets, rows = FAST[1::2], ["all-shared E=128", "not-shared E=128"]
+
+    def claim(runs, evidence, more=()):
+        plans = sweep.plan(registry.get("claim_e128"), "smoke", runs, [*sets, *more], rows, evidence=evidence)
+        copied = evidence_link.link(plans, [theirs], runs, [*sets, *more], out=io.StringIO())
+        return plans, copied
+
+    plans, copied = claim(tmp_path / "runs", tmp_path / "ours")
+    assert copied == 4 and all(s.done() for p in plans for s in p.stages)  # pretraining and fine-tuning, 2 rows
+    slug = {"all-shared-e-128": "e-128-all-shared", "not-shared-e-128": "e-128-not-shared"}  # claim's -> table4's
+    for p in plans:
+        for s in p.stages:
+            src = theirs / "table4" / "smoke" / slug[p.directory.name] / s.name
+            assert {f.relative_to(src): f.read_bytes() for f in src.rglob("*") if f.is_file()} == \
+                {f.relative_to(s.evidence): f.read_bytes() for f in s.evidence.rglob("*") if f.is_file()}
+    # Fine-tuning with other settings is another stage: the pretraining is taken, the fine-tunes are not (table4's
+    # evidence under those names holds the fine-tunes run with the old settings).
+    plans, copied = claim(tmp_path / "runs2", tmp_path / "ours2", ["finetune.train.learning_rate=0.001"])
+    assert copied == 2 and [s.name for p in plans for s in p.stages if not s.done()] == ["finetune-rt_sentiment"] * 2
+    with pytest.raises(sweep.SweepError, match="--evidence"):
+        evidence_link.link(sweep.plan(registry.get("claim_e128"), "smoke", tmp_path / "runs3", sets, rows), [theirs],
+                           tmp_path / "runs3", sets)
 
 
 @pytest.mark.parametrize("damage", ["missing", "altered"])

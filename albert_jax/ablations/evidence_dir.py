@@ -113,11 +113,16 @@ def _swap(obj, pairs: list[tuple[str, str]]):
     return obj
 
 
+def portable(data, runs: Path):
+    """JSON-like data with this machine's cache and runs roots replaced by their placeholders."""
+    return _swap(data, _roots(runs))
+
+
 def portable_json(src: Path, dst: Path, runs: Path) -> None:
     """Copy a JSON file with this machine's cache and runs roots replaced by their placeholders."""
     if src.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
-        data = _swap(json.loads(src.read_text(encoding="utf-8")), _roots(runs))
+        data = portable(json.loads(src.read_text(encoding="utf-8")), runs)
         dst.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 

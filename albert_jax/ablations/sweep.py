@@ -109,6 +109,16 @@ def fingerprint(stage: Stage) -> str:
     asks for), the settings that change only speed (remat, length bucketing: both exact) and, at their defaults,
     the fields added since fingerprints existed or never written by the experiment files (schema.fingerprint_omits:
     the loader fills those in)."""
+    return digest(stage.kind, _real_paths(identity_config(stage)))
+
+
+def digest(kind: str, config: dict) -> str:
+    blob = json.dumps({"kind": kind, "config": config}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def identity_config(stage: Stage) -> dict:
+    """The stage's config as `fingerprint` compares it, before its paths are resolved."""
     c = jsonable(stage.config())
     for key in ("arg", "num_seeds"):
         c.pop(key, None)
@@ -119,8 +129,7 @@ def fingerprint(stage: Stage) -> str:
         section, field = key.split(".")
         if c.get(section, {}).get(field, default) == default:
             c.get(section, {}).pop(field, None)
-    blob = json.dumps({"kind": stage.kind, "config": _real_paths(c)}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return c
 
 
 def find_identical(stage: Stage, runs: Path) -> Path | None:

@@ -39,6 +39,11 @@ def _run(args) -> int:
             print(line)
         return 0
     sweep.check(plans)
+    if args.link_evidence:
+        from albert_jax.ablations import evidence_link  # noqa: PLC0415  CLI start
+
+        evidence_link.link(plans, [Path(d) for d in args.link_evidence], Path(args.runs), args.set, args.seeds,
+                           tasks, args.random_init)
     done = sum(all(s.done() for s in p.stages) for p in plans)
     print(f"{exp.name} at scale {args.scale}: {len(plans)} rows ({done} already finished) in "
           f"{Path(args.runs) / exp.name / args.scale}", flush=True)
@@ -101,6 +106,10 @@ def add_cli(subparsers) -> None:
     p.add_argument("--evidence", metavar="DIR", help="an evidence directory (docs/experiments.md): a stage whose "
                    "evidence is there counts as done, even with no run of it under --runs; each stage's evidence is "
                    "written there as it finishes; --table is built from it")
+    p.add_argument("--link-evidence", dest="link_evidence", action="append", metavar="DIR",
+                   help="another study's evidence directory (repeatable): a stage identical to one it finished is "
+                        "copied into --evidence instead of run (a claim whose rows a table already trained, on a "
+                        "machine without that table's runs; ablations/evidence_link.py)")
     p.add_argument("--table", action="store_true", help="print the table (and write CSV and plots) at the end")
     p.add_argument("--no-reuse", action="store_true",
                    help="train every stage here even when a finished stage under --runs has identical settings "
