@@ -369,10 +369,13 @@ def train_twin_tokenizers(plans: list[RowPlan]) -> None:
     Where none has yet (a new machine or cache), it is trained here, once per corpus and vocabulary, under the
     cache's lock: with --jobs a twin starts beside the pretraining it does not wait for, and a study resumed from
     evidence may have no pretraining left to run at all; either way the twin would find no tokenizer."""
+    twins = [s for p in plans for s in p.stages if s.tokenizer_of is not None and not s.done()]
+    if not twins:  # no twin to run: the --jobs parent need not import the data pipeline
+        return
     from albert_jax.tasks.pretraining.input import corpus_tokenizer, tokenizer_model_path  # noqa: PLC0415  heavy
 
     wanted = {}
-    for s in (s for p in plans for s in p.stages if s.tokenizer_of is not None and not s.done()):
+    for s in twins:
         d = s.tokenizer_of.config().data
         wanted.setdefault(tokenizer_model_path(d), d)
     for path, d in wanted.items():
