@@ -247,3 +247,35 @@ def test_committed_evidence_names_no_machine_path(directory):
         proto = sentencepiece_model_pb2.ModelProto()
         proto.ParseFromString(model.read_bytes())
         assert not proto.trainer_spec.input and not proto.trainer_spec.model_prefix, f"{model}: training paths kept"
+
+
+STUDIES = DOCS / "reproduction" / "cpu"
+WITHOUT_EVIDENCE = DOCS / "reproduction" / "without-evidence.md"
+
+
+def listed_without_evidence() -> dict[str, tuple[str, str]]:
+    """docs/reproduction/without-evidence.md's rows: folder -> (superseded by, how far)."""
+    rows = {}
+    for line in WITHOUT_EVIDENCE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) == 4 and cells[0] != "folder" and set(cells[0]) != {"-"}:
+            rows[cells[0]] = (cells[2], cells[3])
+    return rows
+
+
+def test_every_committed_study_keeps_its_evidence_or_is_listed_as_printed_before_evidence():
+    """A new study cannot be committed without its evidence, and the list of the old ones shrinks as they are rerun:
+    a listed folder that gained evidence, or is gone, must leave the list."""
+    listed = listed_without_evidence()
+    studies = {d.name: d for d in STUDIES.iterdir() if d.is_dir()}
+    kept = {name for name, d in studies.items() if (d / evidence_dir.EVIDENCE).is_dir()}
+    assert len(listed) > 0 and kept, "the list or the evidence was not found: is the docs layout the one this reads?"
+    unlisted = sorted(set(studies) - kept - set(listed))
+    assert not unlisted, f"{unlisted}: commit the evidence (albert-jax table --export-evidence) or list in {WITHOUT_EVIDENCE}"
+    stale = sorted(name for name in listed if name not in studies or name in kept)
+    assert not stale, f"{stale}: gone or now with evidence; delete their rows from {WITHOUT_EVIDENCE}"
+    for name, (by, how) in listed.items():
+        if by == "—":
+            assert not how, f"{WITHOUT_EVIDENCE}: {name} is superseded by nothing, so 'how far' stays empty"
+        else:
+            assert by in kept and how in ("whole", "in part"), f"{WITHOUT_EVIDENCE}: {name}'s row: {by!r}, {how!r}"
