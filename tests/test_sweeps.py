@@ -550,7 +550,7 @@ def test_a_sweep_with_evidence_counts_exported_stages_done_and_exports_those_it_
     assert _rebuilt(evidence, tmp_path / "from-evidence") == _rebuilt(swept[0], tmp_path / "from-runs")
 
 
-def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept, tmp_path):
+def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept, tmp_path, monkeypatch):
     """claim_e128's E=128 rows are table4's: on a machine with table4's evidence and none of its runs, the claim's
     sweep copies those stages' evidence instead of training them again (--link-evidence)."""
     from albert_jax.ablations import evidence_link
@@ -559,9 +559,9 @@ def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept
     sweep.export_evidence(registry.get("table4"), "smoke", swept[0], theirs)
     sets, rows = FAST[1::2], ["all-shared E=128", "not-shared E=128"]
 
-    def claim(runs, evidence, more=()):
+    def claim(runs, evidence, more=(), out=None):
         plans = sweep.plan(registry.get("claim_e128"), "smoke", runs, [*sets, *more], rows, evidence=evidence)
-        copied = evidence_link.link(plans, [theirs], runs, [*sets, *more], out=io.StringIO())
+        copied = evidence_link.link(plans, [theirs], runs, [*sets, *more], out=out or io.StringIO())
         return plans, copied
 
     plans, copied = claim(tmp_path / "runs", tmp_path / "ours")
@@ -579,6 +579,20 @@ def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept
     with pytest.raises(sweep.SweepError, match="--evidence"):
         evidence_link.link(sweep.plan(registry.get("claim_e128"), "smoke", tmp_path / "runs3", sets, rows), [theirs],
                            tmp_path / "runs3", sets)
+    # Planned from outside the repository, the stages' commands name the config by its absolute path (the study
+    # recorded it relative to the root it ran from): the same stages, all taken.
+    monkeypatch.chdir(tmp_path)
+    plans, copied = claim(tmp_path / "runs4", tmp_path / "ours4")
+    assert copied == 4 and all(s.done() for p in plans for s in p.stages)
+    # Evidence whose row.json records another command under the stage's name is not taken, and the sweep says why.
+    row_json = theirs / "table4" / "smoke" / "e-128-not-shared" / "row.json"
+    row = json.loads(row_json.read_text())
+    row["stages"][0]["command"] += " --set train.seed=7"
+    row_json.write_text(json.dumps(row))
+    out = io.StringIO()
+    plans, copied = claim(tmp_path / "runs5", tmp_path / "ours5", out=out)
+    assert copied == 3 and "not-shared E=128 · pretrain: not taken from table4 e-128-not-shared/pretrain" in \
+        out.getvalue()
 
 
 @pytest.mark.parametrize("damage", ["missing", "altered"])

@@ -16,6 +16,7 @@ so its table still rebuilds from its own evidence alone; byte for byte (git stor
 """
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -48,6 +49,18 @@ def _recorded_command(stage_evidence: Path) -> str | None:
     return next((s.get("command") for s in row.get("stages", []) if s.get("name") == stage_evidence.name), None)
 
 
+def _command_key(command: str | None) -> list[str] | None:
+    """A stage's command with its config file named by its file name alone: the planner writes the experiments
+    directory relative to the working directory when it lies below it (sweep.plan), so a study run from the
+    repository root and one planned from elsewhere record the same stage differently. The config's contents are
+    compared by the fingerprint, not here."""
+    if command is None:
+        return None
+    parts = shlex.split(command)
+    return [Path(p.partition(":")[0]).name + "".join(p.partition(":")[1:]) if before == "--config" else p
+            for before, p in zip([None, *parts], parts)]
+
+
 def _by_workdir(plans: list[RowPlan]) -> dict[str, Stage]:
     return {str(s.workdir): s for p in plans for s in p.stages}
 
@@ -72,8 +85,13 @@ def link(plans: list[RowPlan], roots: list[Path], runs: Path, overrides=None, se
         their_memo: dict[str, str] = {}
         for t in theirs.values():
             s = wanted.get(portable_fingerprint(t, theirs, runs, their_memo))
-            if (s is None or s.done() or _recorded_command(t.evidence) != evidence_dir.portable(t.command(), runs)
-                    or not stage_done(t.kind, t.evidence, s.config())):
+            if s is None or s.done() or not stage_done(t.kind, t.evidence, s.config()):
+                continue
+            recorded, planned = _recorded_command(t.evidence), evidence_dir.portable(t.command(), runs)
+            if _command_key(recorded) != _command_key(planned):
+                print(f"{rows[str(s.workdir)]} · {s.name}: not taken from {name} {t.workdir.parent.name}/{t.name}: "
+                      f"its evidence records the command {recorded!r}, not the planned {planned!r}", file=out,
+                      flush=True)
                 continue
             tmp = s.evidence.with_name(s.evidence.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
