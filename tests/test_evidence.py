@@ -271,7 +271,7 @@ def test_every_committed_study_keeps_its_evidence_or_is_listed_as_printed_before
     kept = {name for name, d in studies.items() if (d / evidence_dir.EVIDENCE).is_dir()}
     assert len(listed) > 0 and kept, "the list or the evidence was not found: is the docs layout the one this reads?"
     unlisted = sorted(set(studies) - kept - set(listed))
-    assert not unlisted, f"{unlisted}: commit the evidence (albert-jax table --export-evidence) or list in {WITHOUT_EVIDENCE}"
+    assert not unlisted, f"{unlisted}: commit their evidence (table --export-evidence) or list in {WITHOUT_EVIDENCE}"
     stale = sorted(name for name in listed if name not in studies or name in kept)
     assert not stale, f"{stale}: gone or now with evidence; delete their rows from {WITHOUT_EVIDENCE}"
     for name, (by, how) in listed.items():
