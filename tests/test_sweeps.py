@@ -559,12 +559,12 @@ def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept
     sweep.export_evidence(registry.get("table4"), "smoke", swept[0], theirs)
     sets, rows = FAST[1::2], ["all-shared E=128", "not-shared E=128"]
 
-    def claim(runs, evidence, more=(), out=None):
+    def claim(runs, evidence, more=()):
         plans = sweep.plan(registry.get("claim_e128"), "smoke", runs, [*sets, *more], rows, evidence=evidence)
-        copied = evidence_link.link(plans, [theirs], runs, [*sets, *more], out=out or io.StringIO())
-        return plans, copied
+        out = io.StringIO()
+        return plans, evidence_link.link(plans, [theirs], runs, [*sets, *more], out=out), out.getvalue()
 
-    plans, copied = claim(tmp_path / "runs", tmp_path / "ours")
+    plans, copied, _ = claim(tmp_path / "runs", tmp_path / "ours")
     assert copied == 4 and all(s.done() for p in plans for s in p.stages)  # pretraining and fine-tuning, 2 rows
     slug = {"all-shared-e-128": "e-128-all-shared", "not-shared-e-128": "e-128-not-shared"}  # claim's -> table4's
     for p in plans:
@@ -574,7 +574,7 @@ def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept
                 {f.relative_to(s.evidence): f.read_bytes() for f in s.evidence.rglob("*") if f.is_file()}
     # Fine-tuning with other settings is another stage: the pretraining is taken, the fine-tunes are not (table4's
     # evidence under those names holds the fine-tunes run with the old settings).
-    plans, copied = claim(tmp_path / "runs2", tmp_path / "ours2", ["finetune.train.learning_rate=0.001"])
+    plans, copied, _ = claim(tmp_path / "runs2", tmp_path / "ours2", ["finetune.train.learning_rate=0.001"])
     assert copied == 2 and [s.name for p in plans for s in p.stages if not s.done()] == ["finetune-rt_sentiment"] * 2
     with pytest.raises(sweep.SweepError, match="--evidence"):
         evidence_link.link(sweep.plan(registry.get("claim_e128"), "smoke", tmp_path / "runs3", sets, rows), [theirs],
@@ -582,17 +582,15 @@ def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept
     # Planned from outside the repository, the stages' commands name the config by its absolute path (the study
     # recorded it relative to the root it ran from): the same stages, all taken.
     monkeypatch.chdir(tmp_path)
-    plans, copied = claim(tmp_path / "runs4", tmp_path / "ours4")
+    plans, copied, _ = claim(tmp_path / "runs4", tmp_path / "ours4")
     assert copied == 4 and all(s.done() for p in plans for s in p.stages)
     # Evidence whose row.json records another command under the stage's name is not taken, and the sweep says why.
     row_json = theirs / "table4" / "smoke" / "e-128-not-shared" / "row.json"
     row = json.loads(row_json.read_text())
     row["stages"][0]["command"] += " --set train.seed=7"
     row_json.write_text(json.dumps(row))
-    out = io.StringIO()
-    plans, copied = claim(tmp_path / "runs5", tmp_path / "ours5", out=out)
-    assert copied == 3 and "not-shared E=128 · pretrain: not taken from table4 e-128-not-shared/pretrain" in \
-        out.getvalue()
+    _, copied, said = claim(tmp_path / "runs5", tmp_path / "ours5")
+    assert copied == 3 and "not-shared E=128 · pretrain: not taken from table4 e-128-not-shared/pretrain" in said
 
 
 @pytest.mark.parametrize("damage", ["missing", "altered"])

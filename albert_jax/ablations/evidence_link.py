@@ -57,8 +57,11 @@ def _command_key(command: str | None) -> list[str] | None:
     if command is None:
         return None
     parts = shlex.split(command)
-    return [Path(p.partition(":")[0]).name + "".join(p.partition(":")[1:]) if before == "--config" else p
-            for before, p in zip([None, *parts], parts)]
+    for i in range(1, len(parts)):
+        if parts[i - 1] == "--config":
+            file, sep, settings = parts[i].partition(":")
+            parts[i] = Path(file).name + sep + settings
+    return parts
 
 
 def _by_workdir(plans: list[RowPlan]) -> dict[str, Stage]:
