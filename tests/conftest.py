@@ -7,12 +7,14 @@ import sys
 
 import pytest
 
-from procs import user_env, xla_flags  # standard library only
+from procs import ONE_THREAD, user_env, xla_flags  # standard library only
 
 os.environ.setdefault("XLA_FLAGS", xla_flags(devices=8))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("USE_TF", "0")  # as albert_jax sets it: transformers on PyTorch even with TF installed
+for _name, _value in ONE_THREAD.items():  # before numpy loads OpenBLAS; the processes tests start inherit it
+    os.environ.setdefault(_name, _value)
 from albert_jax import compile_cache  # noqa: E402  (nothing but os: jax is not imported yet)
 
 compile_cache.enable()  # the CLI's default: the suite's many identical programs compile once

@@ -14,8 +14,14 @@ The `albert-jax` processes the tests start also keep every compiled program in t
 (`CACHE_EVERY_PROGRAM`), not only those over the CLI's 0.5 s: at these flags most of a run's programs compile in less,
 and the same tiny models recur in test after test and row after row (Table 3's smoke sweep, empty cache: 78.6 s ->
 72.5 s). Not the pytest processes themselves: a test computing op by op would write a cache entry per operation
-(test_optim.py with test_packing.py, one core: 34 s -> 61 s). Standard library only: conftest.py imports this before
-jax."""
+(test_optim.py with test_packing.py, one core: 34 s -> 61 s).
+
+Every test process, and every process a test starts, runs its BLAS and OpenMP on one thread (`ONE_THREAD`, set by
+conftest.py before numpy is imported): the suite's three workers and their children already ask more of the 2
+cores than they have, and OpenBLAS's extra threads spin while they wait for work. Five of the heaviest files under
+three workers: 315 and 318 s -> 288 and 281 s of wall time, 572 -> 512 s of CPU (docs/benchmarks.md, "Test suite").
+XLA's own thread pool was left as it is: one thread there changed nothing measurable (279 s).
+Standard library only: conftest.py imports this before jax."""
 from __future__ import annotations
 
 import os
@@ -23,6 +29,7 @@ import os
 FAST_COMPILE = ("--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false "
                 "--xla_cpu_parallel_codegen_split_count=1")
 CACHE_EVERY_PROGRAM = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def xla_flags(devices: int | None = None) -> str:

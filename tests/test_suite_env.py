@@ -1,0 +1,23 @@
+"""The suite's own process settings (tests/procs.py) reach the processes they are for."""
+import subprocess
+import sys
+
+import numpy  # noqa: F401  (loads OpenBLAS into this process, as any test does)
+import threadpoolctl
+
+from procs import user_env
+
+BLAS_THREADS = "import threadpoolctl; print(max(p['num_threads'] for p in threadpoolctl.threadpool_info() " \
+               "if p['user_api'] == 'blas'))"
+
+
+def _blas_threads() -> int:
+    return max(p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas")
+
+
+def test_test_processes_and_their_children_run_blas_on_one_thread():
+    # numpy loaded OpenBLAS after conftest.py set its thread count: a plugin importing numpy first would undo it
+    assert _blas_threads() == 1
+    child = subprocess.run([sys.executable, "-c", f"import numpy; {BLAS_THREADS}"], env=user_env(),
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "1", child.stdout
