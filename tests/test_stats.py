@@ -199,6 +199,28 @@ def test_flat_input_gives_the_numbers_it_gave_before_the_nested_draw():
         assert e.pretraining == e.seeds, key
 
 
+def test_the_kept_first_example_draw_gives_the_draws_of_a_new_generator(monkeypatch):
+    # A table's cells on one held-out set share their first example draw (kept, with the generator's state after
+    # it): every number must be the one drawn anew, whichever cell came first and whatever came between.
+    a, b, _, c = _flat_inputs()
+    nested = [[a[0], a[1]], [a[2]]]
+    cells = [lambda: stats.estimate(a), lambda: stats.estimate(nested), lambda: stats.difference(nested, b),
+             lambda: stats.difference(a, c, paired=False), lambda: stats.estimate(a, seed=7),
+             lambda: stats.estimate(c), lambda: stats.difference(b, a)]
+    with monkeypatch.context() as m:  # drawn anew: a new generator, its first draw, nothing kept
+        def anew_draw(row, draws, seed):
+            rng = np.random.default_rng(seed)
+            return stats._examples_draw(row, draws, rng), rng
+
+        m.setattr(stats, "_first_examples_draw", anew_draw)
+        anew = [cell().samples for cell in cells]
+    for order in (cells, cells[::-1]):
+        stats._FIRST_DRAWS.clear()
+        kept = [cell().samples for cell in order]
+        assert all(np.array_equal(x, y) for x, y in zip(kept, anew if order is cells else anew[::-1]))
+    assert stats._FIRST_DRAWS  # kept, so the comparison above compared kept draws with new ones
+
+
 # ------------------------------------------------------------------------------------------ nested draw
 def _binary(n: int, right: int) -> np.ndarray:
     x = np.zeros(n)

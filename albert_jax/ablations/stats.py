@@ -192,13 +192,10 @@ def _scores(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return num.sum(axis=1) / np.maximum(den.sum(axis=1), 1e-12)
 
 
-def _drawn_scores(num: np.ndarray, den: np.ndarray, example_draws: np.ndarray) -> np.ndarray:
-    """Each seed's score on each draw's examples (draws x seeds). The draws' indices become counts of each example
-    per draw, and the sums one matrix product: the same sums as gathering, faster with many seeds."""
-    draws, n = example_draws.shape
-    counts = np.bincount((example_draws + n * np.arange(draws)[:, None]).ravel(), minlength=draws * n)
-    counts = counts.reshape(draws, n).astype(np.float64)
-    return (counts @ num.T) / np.maximum(counts @ den.T, 1e-12)
+def _drawn_scores(num: np.ndarray, den: np.ndarray, example_counts: np.ndarray) -> np.ndarray:
+    """Each seed's score on each draw's examples (draws x seeds), from how often each draw took each example
+    (`_examples_draw`): the sums are one matrix product, the same sums as gathering, faster with many seeds."""
+    return (example_counts @ num.T) / np.maximum(example_counts @ den.T, 1e-12)
 
 
 def _seed_draw(row: _Row, pretraining: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
@@ -227,14 +224,14 @@ def _median(values: np.ndarray, real: np.ndarray | None) -> np.ndarray:
     return ((lo + hi) / 2)[:, 0]
 
 
-def _row_medians(row: _Row, example_draws: np.ndarray | None, pretraining: np.ndarray,
+def _row_medians(row: _Row, example_counts: np.ndarray | None, pretraining: np.ndarray,
                  rng: np.random.Generator) -> np.ndarray:
     """Each draw's statistic (module docstring): the median of the drawn seeds' scores on the drawn examples;
-    `example_draws` None: on every example, once (seed scores alone)."""
-    if example_draws is None:
+    `example_counts` None: on every example, once (seed scores alone)."""
+    if example_counts is None:
         scores = np.broadcast_to(row.scores, (len(pretraining), row.num.shape[0]))
     else:
-        scores = _drawn_scores(row.num, row.den, example_draws)
+        scores = _drawn_scores(row.num, row.den, example_counts)
     index, real = _seed_draw(row, pretraining, rng)
     return _median(np.take_along_axis(scores, index, axis=1), real)
 
@@ -245,8 +242,36 @@ def _pretraining_draw(row: _Row, draws: int, rng: np.random.Generator) -> np.nda
 
 
 def _examples_draw(row: _Row, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """`draws` resamples of the row's examples, with replacement, as counts: how often each draw took each example
+    (draws x examples, float64 for the matrix product of `_drawn_scores`)."""
     n = row.num.shape[1]
-    return rng.integers(0, n, size=(draws, n))
+    picks = rng.integers(0, n, size=(draws, n))
+    counts = np.bincount((picks + n * np.arange(draws)[:, None]).ravel(), minlength=draws * n)
+    return counts.reshape(draws, n).astype(np.float64)
+
+
+# A table draws every estimate and every paired difference on one held-out set from a new generator at seed 0, so
+# all of them start with the very same example draw: it is made once per set and kept (with the generator's state
+# just after it), not redrawn for each cell. The numbers are those of drawing it anew, to the bit. Bounded by bytes:
+# an entry is draws x examples float64 (2,000 x 2,000: 32 MB).
+_FIRST_DRAWS: dict[tuple[int, int, int], tuple[np.ndarray, dict]] = {}
+_FIRST_DRAWS_BYTES = 256 << 20
+
+
+def _first_examples_draw(row: _Row, draws: int, seed: int) -> tuple[np.ndarray, np.random.Generator]:
+    """(`_examples_draw` of a new generator at `seed`, that generator just after the draw)."""
+    key = (row.num.shape[1], draws, seed)
+    if key not in _FIRST_DRAWS:
+        rng = np.random.default_rng(seed)
+        counts = _examples_draw(row, draws, rng)
+        counts.flags.writeable = False  # shared by every later call
+        while _FIRST_DRAWS and sum(c.nbytes for c, _ in _FIRST_DRAWS.values()) + counts.nbytes > _FIRST_DRAWS_BYTES:
+            del _FIRST_DRAWS[next(iter(_FIRST_DRAWS))]  # the oldest first
+        _FIRST_DRAWS[key] = (counts, rng.bit_generator.state)
+    counts, state = _FIRST_DRAWS[key]
+    rng = np.random.default_rng(seed)
+    rng.bit_generator.state = state
+    return counts, rng
 
 
 def estimate(samples: Sequence, *, draws: int = DRAWS, level: float = LEVEL, seed: int = 0) -> Estimate:
@@ -254,8 +279,7 @@ def estimate(samples: Sequence, *, draws: int = DRAWS, level: float = LEVEL, see
     flat (per seed: an array of per-example scores, the same examples for every seed, a Ratio, or one float) or
     nested (per pretraining seed, a list of its fine-tuning seeds' samples)."""
     row = _parse(samples)
-    rng = np.random.default_rng(seed)
-    ex = _examples_draw(row, draws, rng) if row.per_example else None
+    ex, rng = _first_examples_draw(row, draws, seed) if row.per_example else (None, np.random.default_rng(seed))
     stat = _row_medians(row, ex, _pretraining_draw(row, draws, rng), rng)
     lo, hi = _interval(stat, level)
     return Estimate(float(np.median(row.scores)), lo, hi, row.num.shape[0], row.num.shape[1] if row.per_example else 0,
@@ -273,12 +297,14 @@ def difference(row: Sequence, reference: Sequence, *, draws: int = DRAWS, level:
     rng = np.random.default_rng(seed)
     value = float(np.median(a.scores) - np.median(b.scores))
     if a.per_example and b.per_example and not paired:
-        ex_a, ex_b = _examples_draw(a, draws, rng), _examples_draw(b, draws, rng)
+        ex_a, rng = _first_examples_draw(a, draws, seed)
+        ex_b = _examples_draw(b, draws, rng)
         over, n_ex = "seeds and examples", min(a.num.shape[1], b.num.shape[1])
     elif a.per_example and b.per_example:
         if a.num.shape[1] != b.num.shape[1]:
             raise ValueError(f"a paired difference needs the same examples: {a.num.shape[1]} vs {b.num.shape[1]}")
-        ex_a = ex_b = _examples_draw(a, draws, rng)
+        ex_a, rng = _first_examples_draw(a, draws, seed)
+        ex_b = ex_a
         over, n_ex = "seeds and examples", a.num.shape[1]
     else:
         ex_a = ex_b = None
