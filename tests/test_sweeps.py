@@ -548,6 +548,12 @@ def test_a_sweep_with_evidence_counts_exported_stages_done_and_exports_those_it_
     ours = json.loads((first / "finetune-rt_sentiment" / "seed-0" / "results.json").read_text())
     assert ours["dev"] == theirs["dev"]  # fine-tuned from the restored parameters: the same run
     assert _rebuilt(evidence, tmp_path / "from-evidence") == _rebuilt(swept[0], tmp_path / "from-runs")
+    # Run again with --jobs (nothing left): a row finished only in the evidence is recorded done, stage by stage.
+    assert "-> running" not in cli(*args, "--jobs", "2").stdout
+    for recorded in (runs / "table4" / "smoke" / "e-128-not-shared" / "row.json",
+                     evidence / "table4" / "smoke" / "e-128-not-shared" / "row.json"):
+        row = json.loads(recorded.read_text())
+        assert row["state"] == "done" and set(row["stages_state"].values()) == {"done"}, (recorded, row)
 
 
 def test_a_claim_takes_the_stages_another_study_finished_from_its_evidence(swept, tmp_path, monkeypatch):

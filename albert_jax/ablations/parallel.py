@@ -25,7 +25,7 @@ from pathlib import Path
 
 from albert_jax import lifeline
 from albert_jax.ablations.sweep import (RowPlan, Stage, SweepError, fingerprint, keep_params, prepare, restore_source,
-                                        reuse, save_evidence, write_row_json)
+                                        reuse, save_evidence, stages_state, write_row_json)
 
 POLL_S = 0.5
 
@@ -62,8 +62,9 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
     runs = plans[0].directory.parents[2] if plans else Path(".")
     prepare(plans)
     q = _Queue([(p, s) for p in plans for s in p.stages if not s.done()], reuse_stages)
-    for p in plans:
-        write_row_json(p, {"state": "running", "stages_state": {s.name: s.progress() for s in p.stages}})
+    for p in plans:  # a row whose every stage is done (here or in the evidence) is not running
+        state = stages_state(p)
+        write_row_json(p, {"state": "done" if set(state.values()) == {"done"} else "running", "stages_state": state})
     running: dict[subprocess.Popen, tuple[RowPlan, Stage, float]] = {}
     stop: list[int] = []
 
@@ -110,7 +111,7 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
             signal.signal(sig, handler)
     for p in plans:
         state = "done" if all(s.done() for s in p.stages) else "interrupted" if stop else "failed"
-        write_row_json(p, {"state": state, "stages_state": {s.name: s.progress() for s in p.stages}})
+        write_row_json(p, {"state": state, "stages_state": stages_state(p)})
     if stop:
         print("stopped: rerun the same command to continue", file=out, flush=True)
         return stop[0]

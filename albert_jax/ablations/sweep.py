@@ -334,6 +334,12 @@ def chains(plans: list[RowPlan]) -> list[list[RowPlan]]:
 
 
 # ------------------------------------------------------------------ running
+def stages_state(p: RowPlan) -> dict[str, str]:
+    """Each stage's state for row.json: "done" (here, or in the evidence directory), else how far it got here (a
+    stage done only in the evidence has nothing here to count)."""
+    return {s.name: "done" if s.done() else s.progress() for s in p.stages}
+
+
 def write_row_json(p: RowPlan, state: dict) -> None:
     """row.json in the row's directory, and in its evidence directory when the sweep keeps one."""
     text = json.dumps({**p.describe(), **state}, indent=1)
@@ -452,7 +458,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
     started = time.time()
     prepare(plans)
     for i, p in enumerate(plans, start=offset + 1):
-        status = {s.name: ("done" if s.done() else s.progress()) for s in p.stages}
+        status = stages_state(p)
         write_row_json(p, {"state": "running", "stages_state": status})
         print(f"[{i}/{total}] {p.experiment} {p.scale} · {p.row.name}: "
               + ", ".join(f"{k} {v}" for k, v in status.items()), file=out, flush=True)
@@ -470,7 +476,7 @@ def run_rows(plans: list[RowPlan], out=sys.stdout, total: int | None = None, off
             t0 = time.time()
             stopped = run_stage(s)
             if stopped is not None:
-                write_row_json(p, {"state": "interrupted", "stages_state": {x.name: x.progress() for x in p.stages}})
+                write_row_json(p, {"state": "interrupted", "stages_state": stages_state(p)})
                 print(f"[{i}/{total}]   {s.name}: stopped at {s.progress()}; rerun the same command to continue",
                       file=out, flush=True)
                 return stopped
