@@ -1,4 +1,5 @@
 """The suite's own process settings (tests/procs.py) reach the processes they are for."""
+import json
 import subprocess
 import sys
 
@@ -7,17 +8,15 @@ import threadpoolctl
 
 from procs import user_env
 
-BLAS_THREADS = "import threadpoolctl; print(max(p['num_threads'] for p in threadpoolctl.threadpool_info() " \
-               "if p['user_api'] == 'blas'))"
 
-
-def _blas_threads() -> int:
-    return max(p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas")
+def _blas_threads(info: list[dict]) -> int:
+    return max(p["num_threads"] for p in info if p["user_api"] == "blas")
 
 
 def test_test_processes_and_their_children_run_blas_on_one_thread():
     # numpy loaded OpenBLAS after conftest.py set its thread count: a plugin importing numpy first would undo it
-    assert _blas_threads() == 1
-    child = subprocess.run([sys.executable, "-c", f"import numpy; {BLAS_THREADS}"], env=user_env(),
+    assert _blas_threads(threadpoolctl.threadpool_info()) == 1
+    child = subprocess.run([sys.executable, "-c", "import json, numpy, threadpoolctl; "
+                            "print(json.dumps(threadpoolctl.threadpool_info()))"], env=user_env(),
                            capture_output=True, text=True, check=True)
-    assert child.stdout.strip() == "1", child.stdout
+    assert _blas_threads(json.loads(child.stdout)) == 1, child.stdout

@@ -110,8 +110,9 @@ def run_parallel(plans: list[RowPlan], jobs: int, out=sys.stdout, reuse_stages: 
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     for p in plans:
-        state = "done" if all(s.done() for s in p.stages) else "interrupted" if stop else "failed"
-        write_row_json(p, {"state": state, "stages_state": stages_state(p)})
+        stages = stages_state(p)
+        state = "done" if set(stages.values()) == {"done"} else "interrupted" if stop else "failed"
+        write_row_json(p, {"state": state, "stages_state": stages})
     if stop:
         print("stopped: rerun the same command to continue", file=out, flush=True)
         return stop[0]
