@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -20,6 +21,19 @@ from albert_jax import compile_cache  # noqa: E402  (nothing but os: jax is not 
 compile_cache.enable()  # the CLI's default: the suite's many identical programs compile once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temp_files_under_basetemp(tmp_path_factory):
+    """Every temporary file of a test process and of the processes it starts goes under pytest's own base
+    directory, which pytest prunes (it keeps the last 3 runs): TFDS makes an empty directory in the system's temporary
+    directory each time it builds a dataset into a new data directory and never removes it (its
+    `DatasetInfo.initialize_from_bucket`), and the suite does that about 200 times a run."""
+    scratch = tmp_path_factory.getbasetemp() / "tmp"
+    scratch.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(scratch)  # the processes tests start inherit it (procs.user_env copies os.environ)
+    tempfile.tempdir = str(scratch)
+    return scratch
 
 
 @pytest.fixture(scope="session")
