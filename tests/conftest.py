@@ -67,8 +67,8 @@ def tiny_pretrained(tmp_path_factory, worker_id):
 # order (the Makefile turns off xdist's own reordering by test count), and a long file started last runs alone while
 # the other workers idle.
 LONGEST_FIRST = ("test_smoke_sweeps_sizes.py", "test_smoke_sweeps_ablations.py", "test_train.py", "test_finetune.py",
-                 "test_sweeps.py", "test_benchmarks.py", "test_reliability_ckpt.py", "test_reliability_stop.py",
-                 "test_export.py",
+                 "test_sweeps.py", "test_benchmarks.py", "test_sweeps_jobs.py", "test_reliability_ckpt.py",
+                 "test_reliability_stop.py", "test_export.py",
                  "test_own_data.py", "test_pretraining_data.py", "test_sharing_map.py", "test_labeled_tasks.py",
                  "test_catalog_tasks.py", "test_formulations.py", "test_model.py")
 

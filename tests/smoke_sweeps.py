@@ -7,8 +7,8 @@ which runs all seventeen; `make test-sweeps` runs these two files alone.
 Each file keeps one runs directory, as a user would: a row identical to a finished row of another experiment links
 to it instead of training again (Table 3 and Table 4 share rows, most claims reuse the tables'), so an experiment
 sits in the file of the rows it reuses, after them. Run alone (`-k claim_e128`), an experiment trains its rows
-itself. The sweeps' kill/resume, link and launcher paths are tests/test_sweeps.py's; these files check that no
-experiment's definition is broken anywhere between its rows and its table.
+itself. The sweeps' kill/resume, link and launcher paths are tests/test_sweeps.py's and tests/test_sweeps_jobs.py's;
+these files check that no experiment's definition is broken anywhere between its rows and its table.
 
 The sweeps compile with the suite's fast-compile XLA flags (tests/procs.py: LLVM's optimisation level 0, the CPU fusion
 emitters off, one code-generation part): the same programs in less than half the compile time, which is most of a
@@ -38,15 +38,22 @@ SIZES = ("table1", "table2", "table11", "table12", "groups", "claim_every3", "zh
 EXTRA = {"table5": ["--seeds", "2", "--random-init"]}
 
 
+def cli(*args, check=True, timeout=900) -> subprocess.CompletedProcess:
+    """`albert-jax ARGS` as a user runs it (one device, tests/procs.py's compile settings); `check`: a failure raises
+    with the ends of its output."""
+    p = subprocess.run([sys.executable, "-m", "albert_jax.main", *args], cwd=ROOT, env=user_env(),
+                       capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"albert-jax {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n"
+                             f"{p.stderr[-3000:]}")
+    return p
+
+
 def run_and_check(name: str, runs) -> None:
     exp = registry.get(name)
-    env = user_env()  # a user's one-device process
-    args = ["sweep", name, "--scale", "smoke", "--runs", str(runs), *FAST, *EXTRA.get(name, []), "--table"]
     seeds = int(EXTRA.get(name, ["--seeds", "1"])[1])
-    p = subprocess.run([sys.executable, "-m", "albert_jax.main", *args], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=1800)
-    assert p.returncode == 0, f"albert-jax {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-3000:]}\n" \
-                              f"{p.stderr[-3000:]}"
+    p = cli("sweep", name, "--scale", "smoke", "--runs", str(runs), *FAST, *EXTRA.get(name, []), "--table",
+            timeout=1800)
     rows = [r.name for r in exp.rows_at("smoke")]
     records = ablation_table.collect(exp, "smoke", runs)
     assert [r["row"] for r in records] == rows
